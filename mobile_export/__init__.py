@@ -1,0 +1,28 @@
+"""mobile-export: ALBERT checkpoints to verified int8 ExecuTorch (.pte) and ONNX artifacts.
+
+Public API::
+
+    from mobile_export import export, ExportOptions, Backend, Quant
+    result = export("path/to/albert", "out/", ExportOptions(quant=Quant.INT8))
+"""
+
+from .api import ArtifactResult, ExportResult, export
+from .config import Backend, ExportOptions, Quant, Thresholds
+from .errors import (
+    BadInputError,
+    BudgetError,
+    CheckpointError,
+    ExitCode,
+    ExportFailedError,
+    MobileExportError,
+    OutputError,
+    ParityError,
+    UnsupportedError,
+)
+from .loading import LoadedModel, load_checkpoint
+
+__all__ = [
+    "ArtifactResult", "Backend", "BadInputError", "BudgetError", "CheckpointError", "ExitCode",
+    "ExportFailedError", "ExportOptions", "ExportResult", "LoadedModel", "MobileExportError", "OutputError",
+    "ParityError", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
+]

@@ -1,0 +1,275 @@
+"""The export pipeline: load -> reference -> export+quantize per backend -> verify -> write.
+
+Each stage is a plain function; this module composes them and owns the output folder.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import backends
+from .assets import labels, write_tokenizer_assets
+from .config import Backend, ExportOptions, Quant
+from .errors import BadInputError, ExportFailedError, MobileExportError, ParityError
+from .fsutil import make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
+from .loading import LoadedModel, load_checkpoint
+from .progress import Progress, Silent
+from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
+from .tasks import get_task
+from .texts import parity_texts
+from .verify import ParityResult, compare
+
+REPORT_SCHEMA = 1
+MANIFEST_SCHEMA = 1
+_OUTPUT_NAMES = ("model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "manifest.json")
+
+
+@dataclass
+class ArtifactResult:
+    """One exported file and how it did."""
+
+    backend: Backend
+    quant: Quant
+    file: str
+    bytes: int
+    sha256: str
+    export_seconds: float
+    parity: ParityResult
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class ExportResult:
+    """What ``export`` wrote (or, when ``passed`` is False, what it refused to write)."""
+
+    out: Path
+    report: dict
+    artifacts: list[ArtifactResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(a.parity.passed for a in self.artifacts)
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("mobile-export", "torch", "executorch", "transformers", "optimum", "onnx", "onnxruntime",
+                 "onnxscript", "torchao", "numpy", "sentencepiece", "tokenizers"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _max_len(loaded: LoadedModel, requested: int | None) -> int:
+    limit = int(loaded.config.max_position_embeddings)
+    if requested is None:
+        return limit
+    if requested > limit:
+        raise BadInputError(f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); "
+                            f"pass at most {limit}")
+    return requested
+
+
+def _dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], dict]:
+    from torch.export import Dim
+
+    seq = Dim("seq", min=2, max=max_len)
+    if backends.get_info(backend).dynamic_batch:
+        batch = Dim("batch", min=1, max=1024)
+        dims = {0: batch, 1: seq}
+        shape = (2, min(8, max_len))
+    else:
+        dims = {1: seq}
+        shape = (1, min(8, max_len))
+    return shape, {"input_ids": dims, "attention_mask": dims, "token_type_ids": dims}
+
+
+def _model_summary(loaded: LoadedModel) -> dict:
+    c = loaded.config
+    keys = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+            "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+            "type_vocab_size", "hidden_act")
+    params = sum(p.numel() for p in loaded.model.parameters())  # parameters() yields shared ones once
+    return {
+        "source": loaded.source,
+        "weights_file": loaded.weights_file,
+        "model_type": c.model_type,
+        "architecture": type(loaded.model).__name__,
+        "task": loaded.task.name,
+        "outputs": list(loaded.task.outputs),
+        "config": {k: getattr(c, k, None) for k in keys},
+        "unique_parameters": int(params),
+        "tokenizer": loaded.tokenizer_kind,
+        "notes": list(loaded.notes),
+    }
+
+
+def _golden(loaded: LoadedModel, examples, reference, n: int = 3, max_values: int = 4096) -> list[dict]:
+    """A few short inputs with their expected ids and fp32 outputs, for on-device self-tests."""
+    golden = []
+    for ex, ref in zip(examples, reference):
+        if not ex.text or sum(o.size for o in ref) > max_values:
+            continue
+        golden.append({
+            "text": ex.text,
+            "input_ids": ex.feeds["input_ids"][0].tolist(),
+            "token_type_ids": ex.feeds["token_type_ids"][0].tolist(),
+            "outputs": {name: {"shape": list(o.shape), "values": [round(float(v), 6) for v in o.ravel()]}
+                        for name, o in zip(loaded.task.outputs, ref)},
+        })
+        if len(golden) == n:
+            break
+    return golden
+
+
+def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOptions | None = None,
+           progress: Progress | None = None) -> ExportResult:
+    """Export an ALBERT checkpoint to verified mobile artifacts.
+
+    Args:
+        source: local Hugging Face folder or hub id.
+        out: destination folder; must be absent or empty unless ``options.overwrite``.
+        options: backends, quantization, task, max length, thresholds.
+        progress: where progress lines go; silent by default.
+
+    Returns:
+        The report and per-artifact results. Artifacts are in ``out`` only if every parity check passed.
+
+    Raises:
+        BadInputError (and subclasses): bad checkpoint, options or destination (exit 2).
+        ParityError: an artifact failed its parity thresholds (exit 3); ``report.failed.json`` is written.
+        ExportFailedError: a converter failed (exit 1).
+    """
+    options = options or ExportOptions()
+    progress = progress or Silent()
+    out = Path(out)
+    for b in options.backends:  # capabilities first: before loading a 50 MB checkpoint
+        backends.check_supported(b, options.quant)
+    if options.task:
+        get_task(options.task)
+    prepare_destination(out, options.overwrite)
+
+    with progress.step("loading checkpoint"):
+        loaded = load_checkpoint(source, options.task)
+    for note in loaded.notes:
+        progress.say(f"note: {note}")
+    max_len = _max_len(loaded, options.max_seq_len)
+    thresholds = options.effective_thresholds
+
+    staging = make_staging(out)
+    try:
+        with progress.step("fp32 reference on parity text"):
+            texts = parity_texts(loaded.tokenizer, max_len)
+            examples = tokenize(loaded.tokenizer, texts, max_len)
+            reference = reference_outputs(loaded.model, loaded.task, examples)
+        wrapper = ExportWrapper(loaded.model, loaded.task).eval()
+        results = []
+        for backend in options.backends:
+            results.append(_export_one(backend, loaded, wrapper, options.quant, max_len, staging, examples,
+                                       reference, thresholds, progress))
+        written = [r.file for r in results]
+        with progress.step("tokenizer assets"):
+            written += ["tokenizer"]
+            write_tokenizer_assets(loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer",
+                                   max_len)
+        if loaded.task.has_labels:
+            write_json(staging / "labels.json", {"labels": labels(loaded.config)})
+            written.append("labels.json")
+        report = {
+            "schema_version": REPORT_SCHEMA,
+            "tool": "mobile-export",
+            "versions": _versions(),
+            "model": _model_summary(loaded),
+            "options": {"backends": [b.value for b in options.backends], "quant": options.quant.value,
+                        "task": loaded.task.name, "max_seq_len": max_len},
+            "parity_data": {"source": "built-in text", "examples": len(examples),
+                            "lengths": sorted({ex.length for ex in examples})},
+            "artifacts": [_artifact_dict(r) for r in results],
+            "passed": all(r.parity.passed for r in results),
+            "timings_seconds": {k: round(v, 2) for k, v in progress.timings.items()},
+        }
+        result = ExportResult(out=out, report=report, artifacts=results)
+        if not result.passed:
+            write_json(out / "report.failed.json", report)
+            failed = "; ".join(f"{r.backend.value}: {', '.join(r.parity.failures)}"
+                               for r in results if not r.parity.passed)
+            raise ParityError(f"parity check failed ({failed}); no artifact was written, "
+                              f"details in {out / 'report.failed.json'}")
+        write_json(staging / "report.json", report)
+        written.append("report.json")
+        manifest = _manifest(staging, written, loaded, examples, reference)
+        write_json(staging / "manifest.json", manifest)
+        written.append("manifest.json")
+        if options.overwrite:
+            for stale in _OUTPUT_NAMES:
+                if stale not in written and (out / stale).is_file():
+                    (out / stale).unlink()
+        failed_report = out / "report.failed.json"
+        if failed_report.exists():
+            failed_report.unlink()
+        publish(staging, out, written)
+        progress.say(f"wrote {', '.join(written)} to {out}")
+        return result
+    finally:
+        remove_staging(staging)
+
+
+def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, reference, thresholds,
+                progress) -> ArtifactResult:
+    info = backends.get_info(backend)
+    module = backends.load(backend)
+    shape, dyn = _dynamic_shapes(backend, max_len)
+    example = example_inputs(shape[0], shape[1], int(loaded.config.vocab_size))
+    dest = staging / info.file_name
+    t0 = time.monotonic()
+    try:
+        with torch.no_grad():
+            stats = module.export(wrapper, example, dyn, quant, dest, progress)
+    except MobileExportError:
+        raise
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
+                                "rerun with --debug for the traceback") from exc
+    seconds = time.monotonic() - t0
+    with progress.step(f"{backend.value}: parity in {info.runtime} on {len(examples)} texts"):
+        runner = module.Runner(dest)
+        actual = [runner.run(ex.feeds) for ex in examples]
+        parity = compare(loaded.task, reference, actual, thresholds, texts=[ex.text for ex in examples],
+                         lengths=[ex.length for ex in examples])
+    verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
+    agreement = "n/a" if parity.agreement is None else f"{parity.agreement:.2%}"
+    progress.say(f"{backend.value}: max|diff| {parity.max_abs_diff:.3g}, SQNR {parity.sqnr_db:.1f} dB, "
+                 f"agreement {agreement} -> {verdict}")
+    stats = dict(stats, runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
+                 dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
+    return ArtifactResult(backend=backend, quant=quant, file=info.file_name, bytes=dest.stat().st_size,
+                          sha256=sha256_file(dest), export_seconds=round(seconds, 2), parity=parity, stats=stats)
+
+
+def _artifact_dict(r: ArtifactResult) -> dict:
+    return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
+            "scheme": "int8-dynamic-per-channel" if r.quant is Quant.INT8 else "fp32",
+            "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
+            "parity": r.parity.to_dict()}
+
+
+def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, reference) -> dict:
+    files = []
+    for name in names:
+        path = staging / name
+        paths = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for p in paths:
+            files.append({"path": p.relative_to(staging).as_posix(), "bytes": p.stat().st_size,
+                          "sha256": sha256_file(p)})
+    return {"schema_version": MANIFEST_SCHEMA, "task": loaded.task.name, "outputs": list(loaded.task.outputs),
+            "files": files, "golden": _golden(loaded, examples, reference)}

@@ -1,0 +1,85 @@
+"""What an app needs besides the model: tokenizer assets and labels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .fsutil import write_json
+
+TOKENIZER_SETTINGS = "tokenizer_settings.json"
+SETTINGS_SCHEMA = 1
+
+
+def _normalizer(tokenizer) -> dict:
+    """The normalizer transformers really runs (the backend's JSON), flattened to a dict by type."""
+    try:
+        spec = json.loads(tokenizer.backend_tokenizer.to_str()).get("normalizer") or {}
+    except AttributeError:
+        return {}
+    found: dict = {}
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "type" in node:
+                found.setdefault(node["type"], node)
+            stack.extend(node.get("normalizers", []) or [])
+    return found
+
+
+def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
+    """Settings an on-device tokenizer needs to reproduce ``tokenizer`` exactly."""
+    special = {}
+    for role in ("cls", "sep", "pad", "unk", "mask"):
+        token = getattr(tokenizer, f"{role}_token", None)
+        if token is not None:
+            special[role] = {"token": str(token), "id": int(tokenizer.convert_tokens_to_ids(str(token)))}
+    settings = {
+        "schema_version": SETTINGS_SCHEMA,
+        "kind": kind,
+        "max_length": int(max_length),
+        "special_tokens": special,
+        "model_input_names": ["input_ids", "attention_mask", "token_type_ids"],
+        "vocab_size": int(len(tokenizer)),
+    }
+    init = tokenizer.init_kwargs
+    if kind == "wordpiece":
+        bert = _normalizer(tokenizer).get("BertNormalizer", {})
+        lower = bool(bert.get("lowercase", init.get("do_lower_case", True)))
+        strip = bert.get("strip_accents", init.get("strip_accents"))
+        settings.update({
+            "vocab_file": "vocab.txt",
+            "do_lower_case": lower,
+            # None means "strip accents when lower-casing", as in BERT's BasicTokenizer.
+            "strip_accents": lower if strip is None else bool(strip),
+            "tokenize_chinese_chars": bool(bert.get("handle_chinese_chars", init.get("tokenize_chinese_chars", True))),
+            "clean_text": bool(bert.get("clean_text", True)),
+            "continuing_subword_prefix": "##",
+            "max_input_chars_per_word": 100,
+        })
+    else:
+        settings.update({
+            "vocab_file": "spiece.model",
+            "do_lower_case": bool(init.get("do_lower_case", True)),
+            "keep_accents": bool(init.get("keep_accents", False)),
+            "remove_space": bool(init.get("remove_space", True)),
+        })
+    return settings
+
+
+def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: Path, max_length: int) -> list[str]:
+    """Copy the vocabulary and write ``tokenizer_settings.json`` into ``dest``; returns the file names."""
+    dest.mkdir(parents=True, exist_ok=True)
+    settings = tokenizer_settings(tokenizer, kind, max_length)
+    vocab = settings["vocab_file"]
+    shutil.copyfile(checkpoint_folder / vocab, dest / vocab)
+    write_json(dest / TOKENIZER_SETTINGS, settings)
+    return [vocab, TOKENIZER_SETTINGS]
+
+
+def labels(config) -> list[str]:
+    """Labels by class index, from ``config.id2label``."""
+    id2label = getattr(config, "id2label", None) or {}
+    return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]

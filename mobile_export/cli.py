@@ -1,0 +1,152 @@
+"""``mobile-export``: a thin shell over the library. Parse -> options -> library call -> render -> exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from .errors import ExitCode, MobileExportError
+
+EXIT_CODES_HELP = """exit codes:
+  0  ok
+  1  unexpected error (a bug or a library failure; rerun with --debug)
+  2  bad input or usage (checkpoint, options, destination)
+  3  parity failed (an artifact disagrees with the fp32 reference; nothing written)
+  4  over size budget
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own usage errors: one line, exit 2
+        self.exit(int(ExitCode.BAD_INPUT), f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from .config import Backend, Quant
+    from .tasks import supported_tasks
+
+    parser = _Parser(prog="mobile-export", description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
+                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    ex = sub.add_parser("export", help="export a checkpoint to .pte and .onnx, verified in their runtimes",
+                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ex.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
+    ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
+    ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
+    ex.add_argument("--backend", action="append", choices=[b.value for b in Backend],
+                    help="repeat for several (default: all)")
+    ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
+    ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
+    ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
+    ex.add_argument("--quiet", action="store_true", help="no progress lines")
+    ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    tk = sub.add_parser("tokenizer", help="write just the tokenizer assets an app needs")
+    tk.add_argument("checkpoint")
+    tk.add_argument("--out", required=True)
+    tk.add_argument("--max-seq-len", type=int)
+    tk.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    sub.add_parser("list", help="list supported tasks, backends and quantizations")
+    return parser
+
+
+def _cmd_export(args) -> int:
+    from .api import export
+    from .config import Backend, ExportOptions, Quant
+    from .progress import Progress, Silent
+
+    backends = tuple(Backend(b) for b in args.backend) if args.backend else tuple(Backend)
+    options = ExportOptions(backends=backends, quant=Quant(args.quant), task=args.task,
+                            max_seq_len=args.max_seq_len, overwrite=args.overwrite)
+    result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
+    print(_summary(result.report))
+    return int(ExitCode.OK)
+
+
+def _summary(report: dict) -> str:
+    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7}  verdict"]
+    for a in report["artifacts"]:
+        p = a["parity"]
+        agree = "n/a" if p["agreement"] is None else f"{p['agreement']:.1%}"
+        lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
+                     f"{p['sqnr_db']:>8.1f} {agree:>7}  {'pass' if p['passed'] else 'FAIL'}")
+    return "\n".join(lines)
+
+
+def _cmd_tokenizer(args) -> int:
+    from .assets import write_tokenizer_assets
+    from .errors import BadInputError
+    from .fsutil import make_staging, prepare_destination, publish, remove_staging
+    from .loading import load_tokenizer, read_config_dict, resolve_folder
+
+    folder = resolve_folder(args.checkpoint)
+    cfg = read_config_dict(folder)
+    tok, kind = load_tokenizer(folder)
+    limit = int(cfg.get("max_position_embeddings", 512))
+    max_len = args.max_seq_len or limit
+    if not 2 <= max_len <= limit:
+        raise BadInputError(f"--max-seq-len {max_len} must be between 2 and max_position_embeddings ({limit})")
+    out = Path(args.out)
+    prepare_destination(out, overwrite=True)
+    staging = make_staging(out)
+    try:
+        names = write_tokenizer_assets(tok, kind, folder, staging, max_len)
+        publish(staging, out, names)
+    finally:
+        remove_staging(staging)
+    print(f"wrote {', '.join(names)} to {out}")
+    return int(ExitCode.OK)
+
+
+def _cmd_list(args) -> int:
+    from . import backends
+    from .tasks import supported_tasks
+
+    print("tasks:      " + ", ".join(supported_tasks()))
+    for backend, quant in backends.combinations():
+        info = backends.get_info(backend)
+        print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime})")
+    return int(ExitCode.OK)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``mobile-export`` console script; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    if args.version:
+        from importlib.metadata import version
+
+        print(f"mobile-export {version('mobile-export')}")
+        return int(ExitCode.OK)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    handler = {"export": _cmd_export, "tokenizer": _cmd_tokenizer, "list": _cmd_list}[args.command]
+    try:
+        return handler(args)
+    except MobileExportError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"mobile-export: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("mobile-export: interrupted; nothing was written under a final name", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line unless --debug
+        if debug:
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        print(f"mobile-export: unexpected error: {type(exc).__name__}: {first}; rerun with --debug and report it",
+              file=sys.stderr)
+        return int(ExitCode.UNEXPECTED)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Choices are enums and frozen dataclasses, validated on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .errors import BadInputError
+
+
+class Backend(str, Enum):
+    """Where an artifact runs."""
+
+    EXECUTORCH = "executorch"  # .pte, XNNPACK delegate
+    ONNX = "onnx"  # .onnx, ONNX Runtime
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Quant(str, Enum):
+    """Weight/activation precision of an artifact."""
+
+    INT8 = "int8"  # dynamic int8 activations, symmetric per-channel int8 weights
+    FP32 = "fp32"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def parse_enum(enum_cls: type[Enum], value: str, what: str) -> Enum:
+    """Turn a user string into an enum member, or raise a one-line BadInputError."""
+    try:
+        return enum_cls(value)
+    except ValueError:
+        choices = ", ".join(m.value for m in enum_cls)
+        raise BadInputError(f"unknown {what} '{value}'; choose one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Pass/fail limits of a parity check.
+
+    fp32 artifacts are held to an absolute error; int8 artifacts to top-1 agreement and SQNR,
+    because an absolute error of 1e-4 is impossible after quantization.
+    """
+
+    max_abs_diff: float | None = None
+    min_agreement: float | None = None
+    min_sqnr_db: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_abs_diff is not None and self.max_abs_diff < 0:
+            raise BadInputError("max |diff| threshold must be >= 0")
+        if self.min_agreement is not None and not 0.0 <= self.min_agreement <= 1.0:
+            raise BadInputError("agreement threshold must be between 0 and 1")
+
+    @staticmethod
+    def default_for(quant: Quant) -> "Thresholds":
+        if quant is Quant.FP32:
+            return Thresholds(max_abs_diff=1e-4)
+        return Thresholds(min_agreement=0.99, min_sqnr_db=20.0)
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What ``export`` should produce.
+
+    Args:
+        backends: formats to write; both by default.
+        quant: precision of the artifacts.
+        task: optimum task name (``text-classification`` ...); None infers it from the config.
+        max_seq_len: longest sequence the artifacts accept; None means max_position_embeddings.
+        overwrite: replace the files of an existing export in the destination.
+        thresholds: parity limits; None uses ``Thresholds.default_for(quant)``.
+    """
+
+    backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
+    quant: Quant = Quant.INT8
+    task: str | None = None
+    max_seq_len: int | None = None
+    overwrite: bool = False
+    thresholds: Thresholds | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not self.backends:
+            raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
+        if len(set(self.backends)) != len(self.backends):
+            object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
+        if self.max_seq_len is not None and self.max_seq_len < 2:
+            raise BadInputError(
+                f"--max-seq-len {self.max_seq_len} is too small; it must be >= 2 ([CLS] and [SEP])"
+            )
+
+    @property
+    def effective_thresholds(self) -> Thresholds:
+        return self.thresholds or Thresholds.default_for(self.quant)

@@ -1,0 +1,86 @@
+"""Files are written under a temporary name and renamed into place; nothing half-written survives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import OutputError
+
+STAGING_PREFIX = ".mobile-export-staging-"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_json(path: Path, data) -> None:
+    """Write JSON to a temporary file beside ``path``, then rename it into place."""
+    write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def prepare_destination(out: Path, overwrite: bool) -> None:
+    """Check that ``out`` can take an export: absent, empty, or ``overwrite`` given; and writable."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file; pass a folder")
+    if out.is_dir() and any(p for p in out.iterdir() if not p.name.startswith(STAGING_PREFIX)) and not overwrite:
+        raise OutputError(f"--out {out} is not empty; pass --overwrite to replace its export, or choose another folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=out, prefix=".mobile-export-probe-", delete=True)
+        probe.close()
+    except OSError as exc:
+        raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None
+
+
+def make_staging(out: Path) -> Path:
+    """A private folder inside ``out`` (same file system, so the final renames are atomic)."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    except OSError as exc:
+        raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None
+
+
+def publish(staging: Path, out: Path, names: list[str]) -> None:
+    """Move each staged file or folder in ``names`` into ``out`` by rename, replacing an older one."""
+    for name in names:
+        src, dst = staging / name, out / name
+        if src.is_dir():
+            old = None
+            if dst.exists():
+                old = out / f"{STAGING_PREFIX}old-{name}"
+                if old.exists():
+                    shutil.rmtree(old)
+                os.replace(dst, old)
+            os.replace(src, dst)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(src, dst)
+
+
+def remove_staging(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,193 @@
+"""Load an ALBERT checkpoint (local Hugging Face folder or hub id) safely.
+
+Safety rules: safetensors first; a pickle (``pytorch_model.bin``) only through
+``torch.load(weights_only=True)``; remote code is never run, and a checkpoint that asks
+for it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import CheckpointError
+from .tasks import TaskSpec, get_task, infer_task, model_class_for
+
+SUPPORTED_MODEL_TYPES = ("albert",)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("vocab.txt", "spiece.model")
+_HUB_PATTERNS = ["config.json", "*.safetensors", "model.safetensors.index.json", "spiece.model",
+                 "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json"]
+
+
+@dataclass
+class LoadedModel:
+    """A checkpoint ready to export.
+
+    Attributes:
+        model: the transformers model for ``task``, in eval mode, fp32.
+        config: its ``AlbertConfig``.
+        tokenizer: the transformers tokenizer (BertTokenizer for vocab.txt, AlbertTokenizer for spiece.model).
+        tokenizer_kind: ``"wordpiece"`` or ``"sentencepiece"``.
+        task: the task spec the model was loaded for.
+        source: what the user passed; folder: the local folder read.
+        notes: warnings worth putting in the report (e.g. a freshly initialised head).
+    """
+
+    model: Any
+    config: Any
+    tokenizer: Any
+    tokenizer_kind: str
+    task: TaskSpec
+    source: str
+    folder: Path
+    weights_file: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _looks_like_path(source: str) -> bool:
+    return (os.sep in source and source.count("/") != 1) or source.startswith((".", "~", os.sep)) \
+        or Path(source).exists()
+
+
+def resolve_folder(source: str | os.PathLike) -> Path:
+    """A local folder for ``source``: the folder itself, or a hub snapshot (downloads if allowed)."""
+    src = str(source)
+    path = Path(src).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise CheckpointError(f"'{src}' is a file; pass the checkpoint folder that holds config.json")
+    if _looks_like_path(src):
+        raise CheckpointError(f"no such checkpoint folder '{src}'; check the path")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id=src, allow_patterns=_HUB_PATTERNS))
+    except Exception as exc:  # network, auth, missing repo: all one user-facing problem
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"could not fetch '{src}' from the Hugging Face Hub ({first}); "
+            "download it on a machine with network and pass the local folder"
+        ) from None
+
+
+def read_config_dict(folder: Path) -> dict:
+    """The raw config.json, checked for model type and remote-code requests."""
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise CheckpointError(f"{folder} has no config.json; pass a Hugging Face checkpoint folder")
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{cfg_path} is not valid JSON ({exc}); re-download the checkpoint") from None
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{cfg_path} must hold a JSON object; re-download the checkpoint")
+    model_type = cfg.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise CheckpointError(
+            f"model_type '{model_type}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    if "auto_map" in cfg or any(folder.glob("*.py")):
+        raise CheckpointError(
+            f"{folder} asks for custom code (auto_map or .py files), which mobile-export never runs; "
+            "use a checkpoint of the standard transformers ALBERT"
+        )
+    return cfg
+
+
+def _weights_file(folder: Path) -> str:
+    for name in WEIGHT_FILES:
+        if (folder / name).is_file():
+            return name
+    raise CheckpointError(
+        f"{folder} has no weights (looked for {', '.join(WEIGHT_FILES)}); "
+        "save the model with save_pretrained()"
+    )
+
+
+def load_tokenizer(folder: Path) -> tuple[Any, str]:
+    """The checkpoint's tokenizer and its kind (``wordpiece`` or ``sentencepiece``)."""
+    from transformers import AlbertTokenizer, BertTokenizer
+
+    # albert_chinese_* ship vocab.txt and are tokenized with BertTokenizer; English ALBERTs
+    # ship spiece.model. from_pretrained is required: transformers 5's constructors do not
+    # read vocab_file themselves.
+    if (folder / "vocab.txt").is_file():
+        cls, kind = BertTokenizer, "wordpiece"
+    elif (folder / "spiece.model").is_file():
+        cls, kind = AlbertTokenizer, "sentencepiece"
+    else:
+        raise CheckpointError(
+            f"{folder} has no tokenizer (looked for {', '.join(TOKENIZER_FILES)}); "
+            "copy the tokenizer files of the base model into the folder"
+        )
+    try:
+        tok = cls.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:
+        raise CheckpointError(f"cannot read the tokenizer in {folder} ({_one_line(exc)}); "
+                              "re-download the tokenizer files") from None
+    return tok, kind
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> LoadedModel:
+    """Load an ALBERT checkpoint for export.
+
+    Args:
+        source: a local Hugging Face folder, or a hub id such as ``albert-base-v2``.
+        task: optimum task name; None infers it from ``config.architectures``.
+
+    Returns:
+        The model in eval mode with its tokenizer and task.
+
+    Raises:
+        CheckpointError: the checkpoint is missing, malformed, unsafe or not an ALBERT.
+        UnsupportedError: the task is not supported.
+    """
+    folder = resolve_folder(source)
+    cfg = read_config_dict(folder)
+    task_name = task or infer_task(cfg.get("architectures"))
+    spec = get_task(task_name)
+    weights = _weights_file(folder)
+    tokenizer, kind = load_tokenizer(folder)
+
+    from transformers import AlbertConfig
+
+    try:
+        config = AlbertConfig.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:
+        raise CheckpointError(f"config.json in {folder} is not a valid ALBERT config ({_one_line(exc)})") from None
+    config._attn_implementation = "eager"
+    cls = model_class_for(spec.name)
+    tf_logger = logging.getLogger("transformers.modeling_utils")
+    level = tf_logger.level
+    tf_logger.setLevel(logging.ERROR)
+    try:
+        model, info = cls.from_pretrained(
+            str(folder), config=config, local_files_only=True, trust_remote_code=False,
+            use_safetensors=weights.startswith("model.safetensors"), weights_only=True,
+            output_loading_info=True, attn_implementation="eager",
+        )
+    except Exception as exc:
+        raise CheckpointError(f"cannot load the weights {folder / weights} ({_one_line(exc)}); "
+                              "re-download or re-save the checkpoint") from None
+    finally:
+        tf_logger.setLevel(level)
+    model = model.float().eval()
+    notes = []
+    missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
+    if missing:
+        notes.append(f"{len(missing)} weights were not in the checkpoint and were freshly initialised "
+                     f"(e.g. {sorted(missing)[0]}); the {spec.name} head is untrained")
+    return LoadedModel(model=model, config=model.config, tokenizer=tokenizer, tokenizer_kind=kind,
+                       task=spec, source=str(source), folder=folder, weights_file=weights, notes=notes)

@@ -1,0 +1,52 @@
+"""Progress lines on stderr for long steps, with a heartbeat while a step runs."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Prints ``[  12.3s] step ...`` when a step starts and ends; every ``heartbeat`` seconds while it runs."""
+
+    def __init__(self, stream: TextIO | None = None, heartbeat: float = 20.0, enabled: bool = True) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.heartbeat = heartbeat
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.timings: dict[str, float] = {}
+
+    def say(self, message: str) -> None:
+        if self.enabled:
+            print(f"[{time.monotonic() - self.start:7.1f}s] {message}", file=self.stream, flush=True)
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        self.say(f"{name} ...")
+        t0 = time.monotonic()
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(self.heartbeat):
+                self.say(f"{name}: still working ({time.monotonic() - t0:.0f}s)")
+
+        thread = threading.Thread(target=beat, daemon=True) if self.enabled else None
+        if thread:
+            thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            if thread:
+                thread.join()
+            elapsed = time.monotonic() - t0
+            self.timings[name] = self.timings.get(name, 0.0) + elapsed
+            self.say(f"{name}: done in {elapsed:.1f}s")
+
+
+class Silent(Progress):
+    def __init__(self) -> None:
+        super().__init__(enabled=False)

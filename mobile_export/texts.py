@@ -1,0 +1,67 @@
+"""Built-in parity text: real sentences in English and Chinese, and examples at chosen lengths."""
+
+from __future__ import annotations
+
+ENGLISH = [
+    "It was the best of times, it was the worst of times.",
+    "Call me Ishmael.",
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+    "must be in want of a wife.",
+    "Happy families are all alike; every unhappy family is unhappy in its own way.",
+    "The battery lasts two days and the screen is bright enough to read in the sun.",
+    "Shipping took three weeks and the box arrived crushed.",
+    "I would not recommend this hotel: the room smelled of smoke and the staff were rude.",
+    "Absolutely loved it! Best purchase I've made all year.",
+    "The quick brown fox jumps over the lazy dog.",
+    "Can you tell me how to get to the train station from here?",
+    "Ms. O'Neill paid $12.50 for 3 coffees at 8:45 a.m. on 2024-03-01.",
+    "Café, naïve, résumé, déjà vu: accents appear in borrowed words.",
+    "``Quoted'' text and  extra   spaces\tshould normalise the same way.",
+    "Whereof one cannot speak, thereof one must be silent.",
+    "The mitochondria is the powerhouse of the cell.",
+    "Please turn off your phone before the film starts.",
+]
+
+CHINESE = [
+    "这家餐厅的菜真好吃，服务也很周到。",
+    "质量太差了，用了两天就坏了，不推荐购买。",
+    "物流很快，包装完好，书的印刷也很清晰。",
+    "客服态度恶劣，退货流程非常麻烦。",
+    "性价比很高，下次还会再来。",
+    "房间干净整洁，就是隔音效果一般。",
+    "手机屏幕很清楚，电池也耐用，总体满意。",
+    "这本书内容空洞，浪费时间。",
+    "今天天气不错，我们去公园散步吧。",
+    "价格有点贵，但是味道确实不错。",
+]
+
+MIXED = [
+    "iPhone 的电池续航比 Android 手机好吗？",
+    "I ordered 两份 noodles but got only one 😞",
+]
+
+
+def builtin_texts() -> list[str]:
+    """The built-in mix, without the empty text and the long examples."""
+    return ENGLISH + CHINESE + MIXED
+
+
+def long_text(tokenizer, n_tokens: int) -> str:
+    """A real-sentence text that tokenizes to at least ``n_tokens`` ids (before truncation)."""
+    pool = builtin_texts()
+    parts: list[str] = []
+    i = 0
+    while True:
+        parts.append(pool[i % len(pool)])
+        i += 1
+        text = " ".join(parts)
+        if len(tokenizer(text)["input_ids"]) >= n_tokens or i > 50 * len(pool):
+            return text
+
+
+def parity_texts(tokenizer, max_len: int) -> list[str]:
+    """Texts for the export-time parity check: empty ([CLS] [SEP]), short, 128 tokens, and max length."""
+    texts = [""] + builtin_texts()
+    for target in sorted({min(128, max_len), max_len}):
+        texts.append(long_text(tokenizer, target))
+    return texts
