@@ -43,6 +43,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
+    ex.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
+    ex.add_argument("--min-agreement", type=float, help="parity limit on top-1 agreement, 0..1 (default: 0.99 for int8)")
+    ex.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB (default: 20 for int8)")
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
     ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -58,12 +61,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _cmd_export(args) -> int:
     from .api import export
-    from .config import Backend, ExportOptions, Quant
+    from .config import Backend, ExportOptions, Quant, Thresholds
     from .progress import Progress, Silent
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else tuple(Backend)
-    options = ExportOptions(backends=backends, quant=Quant(args.quant), task=args.task,
-                            max_seq_len=args.max_seq_len, overwrite=args.overwrite)
+    quant = Quant(args.quant)
+    thresholds = None
+    if any(v is not None for v in (args.max_abs_diff, args.min_agreement, args.min_sqnr)):
+        base = Thresholds.default_for(quant)
+        thresholds = Thresholds(
+            max_abs_diff=args.max_abs_diff if args.max_abs_diff is not None else base.max_abs_diff,
+            min_agreement=args.min_agreement if args.min_agreement is not None else base.min_agreement,
+            min_sqnr_db=args.min_sqnr if args.min_sqnr is not None else base.min_sqnr_db,
+        )
+    options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
+                            overwrite=args.overwrite, thresholds=thresholds)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(_summary(result.report))
     return int(ExitCode.OK)
@@ -128,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
+    if not debug:
+        from ._quiet import quiet_libraries
+
+        quiet_libraries()
     handler = {"export": _cmd_export, "tokenizer": _cmd_tokenizer, "list": _cmd_list}[args.command]
     try:
         return handler(args)

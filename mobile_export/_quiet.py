@@ -1,0 +1,24 @@
+"""Silence the wrapped libraries' chatter (warnings, progress bars) so progress lines stay readable."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+
+def quiet_libraries() -> None:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    warnings.filterwarnings("ignore")
+    logging.getLogger().setLevel(logging.ERROR)
+    for name in ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "optimum", "root"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        from transformers.utils import logging as tf_logging
+
+        tf_logging.set_verbosity_error()
+        tf_logging.disable_progress_bar()
+    except Exception:  # pragma: no cover - transformers import problems surface later with context
+        pass
