@@ -27,47 +27,72 @@ class OnnxQuantStats:
 
 
 def dedupe_initializers(model) -> int:
-    """Merge identical initializers and bypass Identity nodes over initializers, in place.
+    """Make every shared weight one constant that MatMuls read directly, in place.
+
+    Repeats until nothing changes: Transpose of an initializer is folded into one transposed
+    initializer per (weight, perm); Identity of an initializer is bypassed; identical initializers
+    are merged. Node debug metadata (stack traces, which the exporter writes per node and which
+    grows the file with every unrolled layer) is dropped.
 
     Returns:
-        How many initializer copies and Identity nodes were removed.
+        How many nodes and initializer copies were removed.
     """
+    import numpy as np
     from onnx import numpy_helper
 
     graph = model.graph
     graph_outputs = {o.name for o in graph.output}
-    seen: dict[tuple, str] = {}
-    rename: dict[str, str] = {}
-    keep = []
-    for init in graph.initializer:
-        arr = numpy_helper.to_array(init)
-        key = (init.data_type, tuple(init.dims), hashlib.sha256(arr.tobytes()).hexdigest())
-        if key in seen:
-            rename[init.name] = seen[key]
-        else:
-            seen[key] = init.name
-            keep.append(init)
-    constants = {i.name for i in keep}
-    nodes = []
-    for node in graph.node:
-        src = rename.get(node.input[0], node.input[0]) if node.input else None
-        if node.op_type == "Identity" and src in constants and node.output[0] not in graph_outputs:
-            rename[node.output[0]] = src
-            continue
-        nodes.append(node)
-    for node in nodes:
-        for i, name in enumerate(node.input):
-            while name in rename:
-                name = rename[name]
-            node.input[i] = name
-    for out in graph.output:
-        if out.name in rename:  # never rename a graph output
-            raise ValueError(f"graph output {out.name} is an initializer alias")
-    removed = len(graph.initializer) - len(keep) + (len(graph.node) - len(nodes))
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
-    del graph.node[:]
-    graph.node.extend(nodes)
+    removed = 0
+    for proto in [*graph.node, *graph.value_info, *graph.input, *graph.output, *graph.initializer]:
+        del proto.metadata_props[:]
+        proto.doc_string = ""
+    while True:
+        inits = {i.name: i for i in graph.initializer}
+        rename: dict[str, str] = {}
+        folded: dict[tuple, str] = {}
+        new_inits = []
+        keep_nodes = []
+        for node in graph.node:
+            src = node.input[0] if node.input else None
+            if src in inits and node.output[0] not in graph_outputs and node.op_type in ("Identity", "Transpose"):
+                if node.op_type == "Identity":
+                    rename[node.output[0]] = src
+                    continue
+                perm = tuple(next((list(a.ints) for a in node.attribute if a.name == "perm"), []))
+                key = (src, perm)
+                if key not in folded:
+                    arr = numpy_helper.to_array(inits[src])
+                    arr = np.ascontiguousarray(np.transpose(arr, perm or None))
+                    name = f"{src}.T" if perm in ((1, 0), ()) else f"{src}.T{'_'.join(map(str, perm))}"
+                    folded[key] = name
+                    new_inits.append(numpy_helper.from_array(arr, name))
+                rename[node.output[0]] = folded[key]
+                continue
+            keep_nodes.append(node)
+        graph.initializer.extend(new_inits)
+        seen: dict[tuple, str] = {}
+        keep_inits = []
+        for init in graph.initializer:
+            arr = numpy_helper.to_array(init)
+            key = (init.data_type, tuple(init.dims), hashlib.sha256(arr.tobytes()).hexdigest())
+            if key in seen:
+                rename[init.name] = seen[key]
+            else:
+                seen[key] = init.name
+                keep_inits.append(init)
+        if not rename:
+            break
+        for node in keep_nodes:
+            for i, name in enumerate(node.input):
+                while name in rename:
+                    name = rename[name]
+                node.input[i] = name
+        removed += len(graph.node) - len(keep_nodes) + len(graph.initializer) - len(keep_inits)
+        used = {name for node in keep_nodes for name in node.input} | graph_outputs
+        del graph.initializer[:]
+        graph.initializer.extend(i for i in keep_inits if i.name in used)
+        del graph.node[:]
+        graph.node.extend(keep_nodes)
     return removed
 
 

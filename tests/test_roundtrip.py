@@ -114,3 +114,17 @@ def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
         batched = runner.run(_feeds(rows[:3], pad))
         for i, row in enumerate(rows[:3]):
             check(batched, row, i)
+
+
+@pytest.mark.parametrize("backend", [Backend.ONNX, Backend.EXECUTORCH], ids=str)
+def test_layer_groups_and_inner_groups(tiny_checkpoint, tmp_path, backend):
+    """num_hidden_groups / inner_group_num other than 1 (two groups of two layers, 4 layers)."""
+    ckpt = tiny_checkpoint("text-classification", "wordpiece", num_hidden_layers=4, num_hidden_groups=2,
+                           inner_group_num=2)
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(backend,), quant=Quant.INT8))
+    [art] = result.artifacts
+    assert art.parity.passed and art.parity.sqnr_db >= 20
+    assert result.report["model"]["config"]["num_hidden_groups"] == 2
+    if backend is Backend.ONNX:
+        # 4 group applications x 2 inner layers x 6 weight MatMuls, + projection, pooler, classifier
+        assert art.stats["quantized_matmuls"] == art.stats["weight_matmuls"] == 4 * 2 * 6 + 3

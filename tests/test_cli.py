@@ -1,0 +1,140 @@
+"""The CLI: exit codes, one-line errors without tracebacks, end-to-end through a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mobile_export.cli import main
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("mobile-export")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_no_command_is_usage_error(capsys):
+    code, _, err = _run([], capsys)
+    assert code == 2 and "exit codes" in err
+
+
+def test_help_documents_exit_codes(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for line in ("0  ok", "2  bad input", "3  parity failed", "4  over size budget", "1  unexpected"):
+        assert line in out
+
+
+def test_argparse_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "somewhere"])  # --out missing
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "x", "--out", "y", "--quant", "int4"])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--task", "image-classification"], "task 'image-classification' is not supported"),
+    (["--max-seq-len", "1"], "--max-seq-len 1 is too small"),
+    (["--max-seq-len", "100000"], "exceeds the model's max_position_embeddings"),
+])
+def test_bad_options_exit_2(tiny_checkpoint, tmp_path, capsys, extra, match):
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(tmp_path / "o"), "--quiet", *extra], capsys)
+    assert code == 2
+    assert match in _error_line(err)
+    assert not (tmp_path / "o" / "model.pte").exists()
+
+
+def test_missing_checkpoint_exit_2(tmp_path, capsys):
+    code, _, err = _run(["export", str(tmp_path / "missing"), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "no such checkpoint folder" in _error_line(err)
+
+
+def test_nonempty_out_refused_without_overwrite(tiny_checkpoint, tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--quiet"], capsys)
+    assert code == 2 and "pass --overwrite" in _error_line(err)
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_parity_failure_exit_3_and_nothing_written(tiny_checkpoint, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx",
+                         "--min-sqnr", "200", "--quiet"], capsys)
+    assert code == 3
+    assert "SQNR" in _error_line(err) and "< 200.0 dB" in err
+    assert not (out / "model.onnx").exists() and not (out / "manifest.json").exists()
+    report = json.loads((out / "report.failed.json").read_text())
+    assert report["passed"] is False
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_overwrite_replaces_previous_export(tiny_checkpoint, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx", "--quant", "fp32",
+                 "--quiet"], capsys)[0] == 0
+    first = (out / "model.onnx").read_bytes()
+    code, stdout, _ = _run(["export", str(tiny_checkpoint(seed=1)), "--out", str(out), "--backend", "onnx",
+                            "--quant", "fp32", "--overwrite", "--quiet"], capsys)
+    assert code == 0 and "model.onnx" in stdout
+    assert (out / "model.onnx").read_bytes() != first
+
+
+def test_list_and_tokenizer_commands(tiny_checkpoint, tmp_path, capsys):
+    code, out, _ = _run(["list"], capsys)
+    assert code == 0 and "fill-mask" in out and "model.pte" in out
+    code, out, _ = _run(["tokenizer", str(tiny_checkpoint(tokenizer="sentencepiece")), "--out",
+                         str(tmp_path / "tok"), "--max-seq-len", "64"], capsys)
+    assert code == 0
+    settings = json.loads((tmp_path / "tok" / "tokenizer_settings.json").read_text())
+    assert settings["kind"] == "sentencepiece" and settings["max_length"] == 64
+    assert (tmp_path / "tok" / "spiece.model").stat().st_size > 0
+
+
+def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
+    """The console entry point on a checkpoint folder it has never seen: both backends, int8."""
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece", seed=7, num_hidden_layers=3,
+                           num_hidden_groups=1, inner_group_num=1)
+    out = tmp_path / "export"
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-m", "mobile_export", "export", str(ckpt), "--out", str(out),
+                           "--max-seq-len", "128"], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lowering to XNNPACK" in proc.stderr  # progress is shown
+    assert "model.pte" in proc.stdout and "model.onnx" in proc.stdout
+    names = {p.name for p in out.iterdir()}
+    assert names == {"model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "manifest.json"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        data = (out / entry["path"]).read_bytes()
+        assert len(data) == entry["bytes"]
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+    assert json.loads((out / "labels.json").read_text())["labels"] == ["negative", "neutral", "positive"]
+    report = json.loads((out / "report.json").read_text())
+    assert report["passed"] is True and report["schema_version"] == 1
+    assert {a["backend"] for a in report["artifacts"]} == {"executorch", "onnx"}
+    lengths = report["parity_data"]["lengths"]
+    assert 2 in lengths and 128 in lengths and len(lengths) >= 5
+    for art in report["artifacts"]:
+        assert art["parity"]["sqnr_db"] >= 20 and art["parity"]["agreement"] >= 0.99
+        assert art["export_seconds"] > 0
+    golden = manifest["golden"]
+    assert golden and len(golden[0]["outputs"]["logits"]["values"]) == 3

@@ -1,0 +1,51 @@
+"""ALBERT's cross-layer sharing must survive export: file size must not grow with num_hidden_layers."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from mobile_export import Backend, ExportOptions, Quant, export
+
+WIDE = dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, embedding_size=32,
+            max_position_embeddings=64, initializer_range=0.02)
+LAYER_PARAMS = 4 * 256 * 256 + 2 * 256 * 1024  # one (shared) layer's Linear weights
+SMALLEST_MATRIX = 256 * 256
+
+
+# ExecuTorch fp32 is left out: the .pte stores weights by content hash for both precisions, and
+# two more lowerings would cost a minute of the default run.
+@pytest.mark.parametrize("backend,quant", [(Backend.ONNX, Quant.INT8), (Backend.ONNX, Quant.FP32),
+                                           (Backend.EXECUTORCH, Quant.INT8)], ids=str)
+def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quant):
+    sizes = {}
+    for layers in (1, 4):
+        ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
+        result = export(ckpt, tmp_path / f"L{layers}", ExportOptions(backends=(backend,), quant=quant))
+        sizes[layers] = result.artifacts[0].bytes
+    bytes_per_weight = 1 if quant is Quant.INT8 else 4
+    one_layer = LAYER_PARAMS * bytes_per_weight
+    per_layer = (sizes[4] - sizes[1]) / 3
+    # Unshared, each extra layer would add one_layer bytes; shared, only graph nodes (and, in the
+    # .pte, per-layer copies of the int8 scales) are added. 5% of a layer is less than its smallest
+    # matrix, so one duplicated weight fails this.
+    assert 0.05 * one_layer < SMALLEST_MATRIX * bytes_per_weight
+    assert per_layer < 0.05 * one_layer, f"{backend} {quant}: {sizes}: {per_layer:.0f} B per extra layer"
+
+
+def test_onnx_int8_quantizes_every_weight_matmul_once(tiny_checkpoint, tmp_path):
+    ckpt = tiny_checkpoint("text-classification", "wordpiece", num_hidden_layers=4)
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8))
+    stats = result.artifacts[0].stats
+    # 4 layers x (q, k, v, dense, ffn, ffn_output) + embedding projection + pooler + classifier
+    assert stats["weight_matmuls"] == 4 * 6 + 3
+    assert stats["quantized_matmuls"] == stats["weight_matmuls"]
+    assert stats["activation_matmuls"] == 4 * 2  # Q.K^T and P.V stay fp32
+    model = onnx.load(str(tmp_path / "o" / "model.onnx"))
+    int8 = [i for i in model.graph.initializer
+            if i.data_type == onnx.TensorProto.INT8 and i.name.endswith("_quantized")]
+    # one int8 tensor per distinct weight: 6 shared layer weights + projection + pooler + classifier
+    assert len(int8) == 9, [i.name for i in int8]
+    # per-channel: each weight has one scale per output column
+    scales = {i.name: list(i.dims) for i in model.graph.initializer if i.name.endswith("_scale")}
+    assert any(d and d[0] > 1 for d in scales.values()), scales
