@@ -15,13 +15,14 @@ import torch
 from . import backends
 from .assets import labels, write_tokenizer_assets
 from .config import Backend, ExportOptions, Quant
-from .errors import BadInputError, ExportFailedError, MobileExportError, ParityError
+from .data import read_parity_file
+from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
 from .fsutil import make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
 from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
 from .tasks import get_task
-from .texts import parity_texts
+from .texts import long_text, parity_texts
 from .verify import ParityResult, compare
 
 REPORT_SCHEMA = 1
@@ -160,6 +161,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
 
     with progress.step("loading checkpoint"):
         loaded = load_checkpoint(source, options.task)
+    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     for note in loaded.notes:
         progress.say(f"note: {note}")
     max_len = _max_len(loaded, options.max_seq_len)
@@ -168,14 +170,19 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
     staging = make_staging(out)
     try:
         with progress.step("fp32 reference on parity text"):
-            texts = parity_texts(loaded.tokenizer, max_len)
+            if data is not None:  # the user's text, plus the empty text and the longest input
+                texts = [""] + data.texts + [long_text(loaded.tokenizer, max_len)]
+                example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None]
+            else:
+                texts = parity_texts(loaded.tokenizer, max_len)
+                example_labels = None
             examples = tokenize(loaded.tokenizer, texts, max_len)
             reference = reference_outputs(loaded.model, loaded.task, examples)
         wrapper = ExportWrapper(loaded.model, loaded.task).eval()
         results = []
         for backend in options.backends:
             results.append(_export_one(backend, loaded, wrapper, options.quant, max_len, staging, examples,
-                                       reference, thresholds, progress))
+                                       reference, thresholds, progress, example_labels))
         written = [r.file for r in results]
         with progress.step("tokenizer assets"):
             written += ["tokenizer"]
@@ -191,13 +198,21 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
             "model": _model_summary(loaded),
             "options": {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                         "task": loaded.task.name, "max_seq_len": max_len},
-            "parity_data": {"source": "built-in text", "examples": len(examples),
+            "parity_data": {"source": data.source if data else "built-in text", "examples": len(examples),
+                            "labelled": sum(y is not None for y in example_labels or []),
                             "lengths": sorted({ex.length for ex in examples})},
+            "budget_bytes": options.budget_bytes,
             "artifacts": [_artifact_dict(r) for r in results],
             "passed": all(r.parity.passed for r in results),
             "timings_seconds": {k: round(v, 2) for k, v in progress.timings.items()},
         }
         result = ExportResult(out=out, report=report, artifacts=results)
+        over = [r for r in results if options.budget_bytes is not None and r.bytes > options.budget_bytes]
+        report["within_budget"] = not over if options.budget_bytes is not None else None
+        if result.passed and over:
+            write_json(out / "report.failed.json", report)
+            detail = "; ".join(f"{r.file} is {r.bytes:,} B, {r.bytes - options.budget_bytes:,} B over" for r in over)
+            raise BudgetError(f"over the size budget of {options.budget_bytes:,} B ({detail}); nothing was written")
         if not result.passed:
             write_json(out / "report.failed.json", report)
             failed = "; ".join(f"{r.backend.value}: {', '.join(r.parity.failures)}"
@@ -224,7 +239,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
 
 
 def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, reference, thresholds,
-                progress) -> ArtifactResult:
+                progress, example_labels=None) -> ArtifactResult:
     info = backends.get_info(backend)
     module = backends.load(backend)
     shape, dyn = _dynamic_shapes(backend, max_len)
@@ -243,14 +258,21 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
     seconds = time.monotonic() - t0
     with progress.step(f"{backend.value}: parity in {info.runtime} on {len(examples)} texts"):
         runner = module.Runner(dest)
-        actual = [runner.run(ex.feeds) for ex in examples]
+        actual, seconds_each = [], []
+        for ex in examples:
+            t = time.perf_counter()
+            actual.append(runner.run(ex.feeds))
+            seconds_each.append(time.perf_counter() - t)
         parity = compare(loaded.task, reference, actual, thresholds, texts=[ex.text for ex in examples],
-                         lengths=[ex.length for ex in examples])
+                         lengths=[ex.length for ex in examples], labels=example_labels)
     verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
     agreement = "n/a" if parity.agreement is None else f"{parity.agreement:.2%}"
     progress.say(f"{backend.value}: max|diff| {parity.max_abs_diff:.3g}, SQNR {parity.sqnr_db:.1f} dB, "
                  f"agreement {agreement} -> {verdict}")
+    ms = sorted(1000 * x for x in seconds_each)
     stats = dict(stats, runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
+                 parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
+                                    "note": "per example, batch 1, mixed lengths, during the parity run"},
                  dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
     return ArtifactResult(backend=backend, quant=quant, file=info.file_name, bytes=dest.stat().st_size,
                           sha256=sha256_file(dest), export_seconds=round(seconds, 2), parity=parity, stats=stats)

