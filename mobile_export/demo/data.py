@@ -47,3 +47,31 @@ def load_reviews() -> dict[str, list[tuple[str, int]]]:
         if len(labels[text]) == 1:
             splits[split_of(text)].append((text, next(iter(labels[text]))))
     return splits
+
+
+def write_split(split: str, dest: Path, limit: int | None = None) -> int:
+    """Write ``label<TAB>text`` lines of one split (labels by name) for ``mobile-export export --data``."""
+    rows = load_reviews()[split][:limit]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text("".join(f"{LABELS[y]}\t{t.replace(chr(9), ' ')}\n" for t, y in rows), encoding="utf-8")
+    tmp.replace(dest)
+    return len(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m mobile_export.demo.data",
+                                description="Write one split of the demo review corpus as label<TAB>text lines.")
+    p.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    p.add_argument("--out", required=True)
+    p.add_argument("--limit", type=int)
+    a = p.parse_args(argv)
+    n = write_split(a.split, Path(a.out), a.limit)
+    print(f"wrote {n} {a.split} reviews to {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
