@@ -178,7 +178,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                 example_labels = None
             examples = tokenize(loaded.tokenizer, texts, max_len)
             reference = reference_outputs(loaded.model, loaded.task, examples)
-        wrapper = ExportWrapper(loaded.model, loaded.task).eval()
+        wrapper, replaced = _export_module(loaded, options)
         results = []
         for backend in options.backends:
             results.append(_export_one(backend, loaded, wrapper, options.quant, max_len, staging, examples,
@@ -197,7 +197,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
             "versions": _versions(),
             "model": _model_summary(loaded),
             "options": {"backends": [b.value for b in options.backends], "quant": options.quant.value,
-                        "task": loaded.task.name, "max_seq_len": max_len},
+                        "task": loaded.task.name, "max_seq_len": max_len,
+                        "int8_embeddings": replaced},
             "parity_data": {"source": data.source if data else "built-in text", "examples": len(examples),
                             "labelled": sum(y is not None for y in example_labels or []),
                             "lengths": sorted({ex.length for ex in examples})},
@@ -236,6 +237,19 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         return result
     finally:
         remove_staging(staging)
+
+
+def _export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:
+    """The module to export: the model itself, or (int8 with embeddings) a copy with an int8 word table."""
+    if options.quant is not Quant.INT8 or not options.quantize_embeddings:
+        return ExportWrapper(loaded.model, loaded.task).eval(), []
+    import copy
+
+    from quantize.embedding import quantize_embeddings
+
+    model = copy.deepcopy(loaded.model)
+    replaced = quantize_embeddings(model)
+    return ExportWrapper(model, loaded.task).eval(), replaced
 
 
 def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, reference, thresholds,

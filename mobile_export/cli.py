@@ -42,6 +42,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="repeat for several (default: all)")
     ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
+    ex.add_argument("--keep-fp32-embeddings", action="store_true",
+                    help="with int8, leave the word-embedding table in fp32 (default: int8 per row)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     ex.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
     ex.add_argument("--min-agreement", type=float, help="parity limit on top-1 agreement, 0..1 (default: 0.99 for int8)")
@@ -78,7 +80,8 @@ def _cmd_export(args) -> int:
         )
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
                             overwrite=args.overwrite, thresholds=thresholds, data=args.data,
-                            budget_bytes=parse_size(args.budget) if args.budget else None)
+                            budget_bytes=parse_size(args.budget) if args.budget else None,
+                            quantize_embeddings=not args.keep_fp32_embeddings)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(_summary(result.report))
     return int(ExitCode.OK)

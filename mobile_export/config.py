@@ -75,6 +75,8 @@ class ExportOptions:
         thresholds: parity limits; None uses ``Thresholds.default_for(quant)``.
         data: parity data file (one text per line, optionally ``label<TAB>text``); None uses built-in text.
         budget_bytes: largest acceptable artifact; a larger one fails the export with exit 4.
+        quantize_embeddings: with int8, store the word-embedding table as int8 per row too
+            (``--keep-fp32-embeddings`` turns it off).
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -85,6 +87,7 @@ class ExportOptions:
     thresholds: Thresholds | None = field(default=None)
     data: str | None = None
     budget_bytes: int | None = None
+    quantize_embeddings: bool = True
 
     def __post_init__(self) -> None:
         if not self.backends:
