@@ -138,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         return torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup)))
 
+    def update(net, loss, opt, sched) -> None:
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        sched.step()
+
     mlm_history = []
     if a.mlm_steps > 0:
         mlm = AlbertForMaskedLM(config)
@@ -159,11 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 swap = pick & (roll >= 0.8) & (roll < 0.9)
                 inputs[swap] = rand_tok[swap]
                 loss = mlm(input_ids=inputs, attention_mask=mask, labels=labels).loss
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(mlm.parameters(), 1.0)
-                opt.step()
-                sched.step()
+                update(mlm, loss, opt, sched)
                 step += 1
                 if step % 100 == 0:
                     mlm_history.append({"step": step, "loss": round(loss.item(), 4)})
@@ -185,11 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     while step < total:
         for ids, mask, y in batches(data["train"], True):
             loss = torch.nn.functional.cross_entropy(model(input_ids=ids, attention_mask=mask).logits, y)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
+            update(model, loss, opt, sched)
             step += 1
             if step % 50 == 0:
                 print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t0:.0f}s", flush=True)
