@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -140,8 +141,27 @@ def _cmd_list(args) -> int:
     return int(ExitCode.OK)
 
 
+def _reexec_with_fixed_hash_seed() -> None:
+    """ExecuTorch's lowering iterates over sets of strings, so the .pte bytes depend on Python's
+    per-process hash seed. The console command re-runs itself once with PYTHONHASHSEED=0 so that the
+    same checkpoint and options give a byte-identical .pte (the .onnx is identical either way)."""
+    if os.environ.get("PYTHONHASHSEED") is None:
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "mobile_export", *sys.argv[1:]], env)
+        except OSError:
+            pass  # cannot re-exec: carry on; only .pte byte-reproducibility is lost
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``mobile-export`` console script; returns the exit code."""
+    """Entry point of the ``mobile-export`` console script; returns the exit code.
+
+    Args:
+        argv: arguments without the program name; None reads ``sys.argv`` (and, as a command,
+            fixes the hash seed for reproducible .pte bytes).
+    """
+    if argv is None:
+        _reexec_with_fixed_hash_seed()
     parser = _build_parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))

@@ -9,6 +9,7 @@ Identity-of-initializer nodes are bypassed, and every MatMul sees the weight as 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,16 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
     # ORT's own option names; translated from the scheme in this one place.
     extra = {"WeightSymmetric": scheme.weight_symmetric, "ActivationSymmetric": False,
              "EnableSubgraph": False, "MatMulConstBOnly": True}
-    quantize_dynamic(str(dst), str(dst), weight_type=QuantType.QInt8, per_channel=scheme.per_channel,
-                     op_types_to_quantize=["MatMul", "Gemm"], extra_options=extra)
+    # ORT logs "run pre-processing first" on the root logger (and one of its modules resets the root
+    # level at import); the graph was just prepared above, so keep that advice off the user's screen.
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(str(dst), str(dst), weight_type=QuantType.QInt8, per_channel=scheme.per_channel,
+                         op_types_to_quantize=["MatMul", "Gemm"], extra_options=extra)
+    finally:
+        root.setLevel(level)
     qmodel = onnx.load(str(dst))
     quantized = Counter(n.op_type for n in qmodel.graph.node)["MatMulInteger"]
     return OnnxQuantStats(weight_matmuls=weight_mm, quantized_matmuls=quantized,

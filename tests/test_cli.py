@@ -178,3 +178,19 @@ def test_over_budget_exit_4_and_nothing_written(tiny_checkpoint, tmp_path, capsy
     assert not (out / "model.onnx").exists()
     code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--budget", "lots"], capsys)
     assert code == 2 and "cannot read size 'lots'" in _error_line(err)
+
+
+def test_exports_are_byte_identical(tiny_checkpoint, tmp_path):
+    """Same checkpoint and options, two processes (fresh hash seeds): same sha256 for every file."""
+    ckpt = tiny_checkpoint("text-classification", "wordpiece")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    manifests = []
+    for run in (1, 2):
+        out = tmp_path / f"run{run}"
+        proc = subprocess.run([sys.executable, "-m", "mobile_export", "export", str(ckpt), "--out", str(out),
+                               "--quiet"], capture_output=True, text=True, env=env, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        manifests.append({f["path"]: f["sha256"] for f in json.loads((out / "manifest.json").read_text())["files"]
+                          if f["path"] != "report.json"})  # the report holds timings
+    assert manifests[0] == manifests[1]
+    assert {"model.pte", "model.onnx"} <= set(manifests[0])
