@@ -93,12 +93,36 @@ def read_config_dict(folder: Path) -> dict:
         raise CheckpointError(
             f"model_type '{model_type}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
+    _check_config_values(cfg, cfg_path)
     if "auto_map" in cfg or any(folder.glob("*.py")):
         raise CheckpointError(
             f"{folder} asks for custom code (auto_map or .py files), which mobile-export never runs; "
             "use a checkpoint of the standard transformers ALBERT"
         )
     return cfg
+
+
+_POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size", "max_position_embeddings", "num_hidden_groups", "inner_group_num",
+                  "type_vocab_size")
+
+
+def _check_config_values(cfg: dict, cfg_path: Path) -> None:
+    """Sizes that make no sense fail here, before any tensor is built."""
+    for key in _POSITIVE_INTS:
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise CheckpointError(f"{cfg_path}: {key} is {value!r}, it must be a positive integer; fix config.json")
+    hidden, heads = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 64)
+    if hidden % heads:
+        raise CheckpointError(f"{cfg_path}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
+                              "fix config.json")
+    layers, groups = cfg.get("num_hidden_layers", 12), cfg.get("num_hidden_groups", 1)
+    if groups > layers:
+        raise CheckpointError(f"{cfg_path}: num_hidden_groups {groups} exceeds num_hidden_layers {layers}; "
+                              "fix config.json")
+    if cfg.get("max_position_embeddings", 512) < 2:
+        raise CheckpointError(f"{cfg_path}: max_position_embeddings must be >= 2 ([CLS] and [SEP])")
 
 
 def _weights_file(folder: Path) -> str:
@@ -168,6 +192,12 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     except Exception as exc:
         raise CheckpointError(f"config.json in {folder} is not a valid ALBERT config ({_one_line(exc)})") from None
     config._attn_implementation = "eager"
+    if len(tokenizer) > config.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer in {folder} has {len(tokenizer)} tokens but the model's vocab_size is "
+            f"{config.vocab_size}: ids >= {config.vocab_size} would crash the model; use the tokenizer the "
+            "model was trained with"
+        )
     cls = model_class_for(spec.name)
     tf_logger = logging.getLogger("transformers.modeling_utils")
     level = tf_logger.level

@@ -115,6 +115,24 @@ def test_broken_folders(tiny_checkpoint, tmp_path, breakage, match):
         load_checkpoint(dst)
 
 
+@pytest.mark.parametrize("change,match", [
+    ({"hidden_size": 30}, "hidden_size 30 is not divisible by num_attention_heads 4"),
+    ({"num_attention_heads": 0}, "num_attention_heads is 0, it must be a positive integer"),
+    ({"vocab_size": -5}, "vocab_size is -5"),
+    ({"intermediate_size": "big"}, "intermediate_size is 'big'"),
+    ({"num_hidden_layers": 2, "num_hidden_groups": 3}, "num_hidden_groups 3 exceeds num_hidden_layers 2"),
+    ({"max_position_embeddings": 1}, "max_position_embeddings must be >= 2"),
+    ({"vocab_size": 10}, "the tokenizer in .* has \\d+ tokens but the model's vocab_size is 10"),
+])
+def test_nonsense_config_values(tiny_checkpoint, tmp_path, change, match):
+    dst = _copy(tiny_checkpoint(), tmp_path / "cfg")
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.update(change)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match=match):
+        load_checkpoint(dst)
+
+
 def test_missing_path_and_offline_hub_id_fail_clearly(tmp_path):
     with pytest.raises(CheckpointError, match="no such checkpoint folder"):
         load_checkpoint(str(tmp_path / "nope"))
