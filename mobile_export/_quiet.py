@@ -13,7 +13,7 @@ def quiet_libraries() -> None:
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     warnings.filterwarnings("ignore")
     logging.getLogger().setLevel(logging.ERROR)
-    for name in ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "optimum", "root"):
+    for name in ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "optimum"):
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as tf_logging

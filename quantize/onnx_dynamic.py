@@ -1,9 +1,10 @@
 """int8 dynamic per-channel quantization of an ONNX graph with ONNX Runtime, reaching shared weights.
 
 The torch exporter can store one shared ALBERT weight several times (constant-folded transposes),
-or reach it through Identity nodes; ONNX Runtime's quantizer then leaves most MatMuls in fp32 or
-quantizes copies. ``dedupe_initializers`` fixes the graph first: identical initializers become one,
-Identity-of-initializer nodes are bypassed, and every MatMul sees the weight as a constant input.
+or reach it through per-layer Transpose or Identity nodes; ONNX Runtime's quantizer then leaves most
+MatMuls in fp32 or quantizes copies. ``dedupe_initializers`` fixes the graph first: Transpose and
+Identity of an initializer are folded, identical initializers become one, and every MatMul sees
+its weight as one constant input.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .schemes import INT8_DYNAMIC_PER_CHANNEL, Scheme
@@ -44,6 +45,7 @@ def dedupe_initializers(model) -> int:
     graph = model.graph
     graph_outputs = {o.name for o in graph.output}
     removed = 0
+    digests: dict[str, str] = {}  # by initializer name: each tensor is hashed once, not on every pass
     for proto in [*graph.node, *graph.value_info, *graph.input, *graph.output, *graph.initializer]:
         del proto.metadata_props[:]
         proto.doc_string = ""
@@ -74,8 +76,9 @@ def dedupe_initializers(model) -> int:
         seen: dict[tuple, str] = {}
         keep_inits = []
         for init in graph.initializer:
-            arr = numpy_helper.to_array(init)
-            key = (init.data_type, tuple(init.dims), hashlib.sha256(arr.tobytes()).hexdigest())
+            if init.name not in digests:
+                digests[init.name] = hashlib.sha256(numpy_helper.to_array(init).tobytes()).hexdigest()
+            key = (init.data_type, tuple(init.dims), digests[init.name])
             if key in seen:
                 rename[init.name] = seen[key]
             else:
@@ -110,6 +113,18 @@ def count_matmuls(model) -> tuple[int, int]:
     return weight, act
 
 
+def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:
+    """Write ``src`` to ``dst`` with its shared weights de-duplicated (``dedupe_initializers``), still fp32."""
+    import onnx
+
+    model = onnx.load(str(src))
+    removed = dedupe_initializers(model)
+    weight_mm, act_mm = count_matmuls(model)
+    onnx.save(model, str(dst))
+    return OnnxQuantStats(weight_matmuls=weight_mm, quantized_matmuls=0, activation_matmuls=act_mm,
+                          deduplicated_initializers=removed)
+
+
 def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL) -> OnnxQuantStats:
     """Quantize ``src`` (fp32 ONNX) into ``dst`` with ONNX Runtime dynamic quantization.
 
@@ -123,10 +138,7 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = onnx.load(str(src))
-    removed = dedupe_initializers(model)
-    weight_mm, act_mm = count_matmuls(model)
-    onnx.save(model, str(dst))
+    prepared = prepare_file(src, dst)
     # ORT's own option names; translated from the scheme in this one place.
     extra = {"WeightSymmetric": scheme.weight_symmetric, "ActivationSymmetric": False,
              "EnableSubgraph": False, "MatMulConstBOnly": True}
@@ -142,5 +154,4 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
         root.setLevel(level)
     qmodel = onnx.load(str(dst))
     quantized = Counter(n.op_type for n in qmodel.graph.node)["MatMulInteger"]
-    return OnnxQuantStats(weight_matmuls=weight_mm, quantized_matmuls=quantized,
-                          activation_matmuls=act_mm, deduplicated_initializers=removed)
+    return replace(prepared, quantized_matmuls=quantized)

@@ -25,7 +25,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     """Export ``wrapper`` to ``dest`` (.onnx, self-contained); returns stats for the report."""
     import onnx
 
-    from quantize.onnx_dynamic import count_matmuls, dedupe_initializers, quantize_file
+    from quantize.onnx_dynamic import prepare_file, quantize_file
 
     fp32_path = dest.with_name(dest.name + ".fp32.tmp")
     try:
@@ -39,16 +39,10 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         if quant is Quant.INT8:
             with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
                 q = quantize_file(fp32_path, dest)
-            stats = {"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
-                     "activation_matmuls": q.activation_matmuls,
-                     "deduplicated": q.deduplicated_initializers}
         else:
-            model = onnx.load(str(fp32_path))
-            removed = dedupe_initializers(model)
-            weight_mm, act_mm = count_matmuls(model)
-            onnx.save(model, str(dest))
-            stats = {"weight_matmuls": weight_mm, "quantized_matmuls": 0,
-                     "activation_matmuls": act_mm, "deduplicated": removed}
+            q = prepare_file(fp32_path, dest)
+        stats = {"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
+                 "activation_matmuls": q.activation_matmuls, "deduplicated": q.deduplicated_initializers}
     finally:
         if fp32_path.exists():
             os.unlink(fp32_path)

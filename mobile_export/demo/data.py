@@ -51,11 +51,10 @@ def load_reviews() -> dict[str, list[tuple[str, int]]]:
 
 def write_split(split: str, dest: Path, limit: int | None = None) -> int:
     """Write ``label<TAB>text`` lines of one split (labels by name) for ``mobile-export export --data``."""
+    from ..fsutil import write_bytes
+
     rows = load_reviews()[split][:limit]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text("".join(f"{LABELS[y]}\t{t.replace(chr(9), ' ')}\n" for t, y in rows), encoding="utf-8")
-    tmp.replace(dest)
+    write_bytes(dest, "".join(f"{LABELS[y]}\t{t.replace(chr(9), ' ')}\n" for t, y in rows).encode("utf-8"))
     return len(rows)
 
 
