@@ -70,13 +70,24 @@ def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
 
 
 def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: Path, max_length: int) -> list[str]:
-    """Copy the vocabulary and write ``tokenizer_settings.json`` into ``dest``; returns the file names."""
+    """Write everything the on-device tokenizer needs into ``dest``; returns the file names.
+
+    ``tokenizer_settings.json`` (kind, max length, special tokens, flags), the vocabulary file as the
+    checkpoint has it, and for the Java tokenizer ``tokenizer.json`` (the backend pipeline transformers
+    runs) and ``char_table.json`` (its Unicode behaviour, probed; see :mod:`mobile_export.ondevice`).
+    """
+    from .ondevice import CHAR_TABLE, TOKENIZER_JSON, on_device_spec
+
     dest.mkdir(parents=True, exist_ok=True)
     settings = tokenizer_settings(tokenizer, kind, max_length)
+    spec, table = on_device_spec(tokenizer)
+    settings["files"] = {"tokenizer": TOKENIZER_JSON, "char_table": CHAR_TABLE}
     vocab = settings["vocab_file"]
     shutil.copyfile(checkpoint_folder / vocab, dest / vocab)
+    write_json(dest / TOKENIZER_JSON, spec, compact=True)
+    write_json(dest / CHAR_TABLE, table, compact=True)
     write_json(dest / TOKENIZER_SETTINGS, settings)
-    return [vocab, TOKENIZER_SETTINGS]
+    return [vocab, TOKENIZER_JSON, CHAR_TABLE, TOKENIZER_SETTINGS]
 
 
 def labels(config) -> list[str]:

@@ -22,9 +22,17 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_json(path: Path, data) -> None:
+def write_json(path: Path, data, compact: bool = False) -> None:
     """Write JSON to a temporary file beside ``path``, then rename it into place."""
-    write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8"))
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact else \
+        json.dumps(data, indent=2, ensure_ascii=False)
+    write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -35,6 +43,7 @@ def write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; exports are ordinary files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -44,9 +44,11 @@ class Example:
 
 def tokenize(tokenizer, texts: list[str], max_len: int) -> list[Example]:
     """Tokenize each text alone (no padding), truncated to ``max_len``."""
+    from .ondevice import sanitize
+
     examples = []
     for text in texts:
-        enc = tokenizer(text, truncation=True, max_length=max_len, return_token_type_ids=True)
+        enc = tokenizer(sanitize(text), truncation=True, max_length=max_len, return_token_type_ids=True)
         feeds = {name: np.asarray([enc[name]], dtype=np.int64) for name in INPUT_NAMES}
         examples.append(Example(text=text, feeds=feeds))
     return examples

@@ -66,16 +66,19 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m mobile_export.demo.train", description=__doc__)
     p.add_argument("--out", required=True)
-    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--epochs", type=float, default=5.0)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--max-len", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--eval-every", type=int, default=200)
-    p.add_argument("--mlm-steps", type=int, default=2000)
-    p.add_argument("--mlm-lr", type=float, default=5e-4)
+    p.add_argument("--mlm-steps", type=int, default=4000)
+    p.add_argument("--mlm-lr", type=float, default=1e-3)
+    p.add_argument("--mlm-warmup", type=int, default=400)
+    p.add_argument("--mlm-save", help="also save the pre-trained encoder here (safetensors)")
+    p.add_argument("--mlm-load", help="skip pre-training; start fine-tuning from this saved encoder")
     a = p.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -146,11 +149,17 @@ def main(argv: list[str] | None = None) -> int:
         sched.step()
 
     mlm_history = []
-    if a.mlm_steps > 0:
+    if a.mlm_load:
+        from safetensors.torch import load_file
+
+        missing = model.albert.load_state_dict(load_file(a.mlm_load), strict=False)
+        assert set(missing.missing_keys) <= {"pooler.weight", "pooler.bias"}, missing
+        print(f"encoder loaded from {a.mlm_load}", flush=True)
+    elif a.mlm_steps > 0:
         mlm = AlbertForMaskedLM(config)
         mlm.train()
         opt = torch.optim.AdamW(mlm.parameters(), lr=a.mlm_lr, weight_decay=0.01)
-        sched = schedule(opt, a.mlm_steps, 200)
+        sched = schedule(opt, a.mlm_steps, a.mlm_warmup)
         n_special = len(SPECIALS)
         step = 0
         while step < a.mlm_steps:
@@ -176,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
                     break
         missing = model.albert.load_state_dict(mlm.albert.state_dict(), strict=False)
         assert set(missing.missing_keys) <= {"pooler.weight", "pooler.bias"}, missing
+        if a.mlm_save:
+            from safetensors.torch import save_file
+
+            save_file({k: v.contiguous() for k, v in mlm.albert.state_dict().items()}, a.mlm_save)
         del mlm
 
     steps_per_epoch = math.ceil(len(data["train"]) / a.batch_size)
@@ -208,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                "validation_accuracy": best, "test_accuracy_fp32": test,
                "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
                "parameters": sum(p.numel() for p in model.parameters()),
-               "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_history": mlm_history,
+               "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup, "mlm_history": mlm_history,
                "train_seconds": round(time.time() - t_start), "history": history,
                "torch": torch.__version__}
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

