@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo train-demo test test-all clean
+.PHONY: install demo train-demo test test-all clean android-junit android-test android-assets
 
 install: $(STAMP)
 
@@ -31,5 +31,33 @@ test: install
 test-all: install
 	$(BIN)/python -m pytest -q -m ''
 
+# android_demo/core: plain Java, compiled with javac and tested with JUnit 4 on the JVM. Needs
+# `apt-get install -y default-jdk-headless junit4 libandroid-json-java` (.ci/run installs them).
+JAVA_CP := /usr/share/java/com.android.json.jar
+JUNIT_CP := /usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
+CORE := android_demo/core
+CORE_BUILD := $(CORE)/build
+
+android-junit: install
+	@command -v javac >/dev/null || { echo "javac not found: apt-get install -y default-jdk-headless junit4 libandroid-json-java" >&2; exit 2; }
+	rm -rf $(CORE_BUILD)/junit
+	$(BIN)/mobile-export tokenizer mobile_export/demo/model --out $(CORE_BUILD)/test-assets --max-seq-len 128 >/dev/null
+	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(JUNIT_CP) -d $(CORE_BUILD)/junit \
+		$$(find $(CORE)/src/main/java $(CORE)/src/test/java -name '*.java')
+	java -Dmobileexport.assets=$(CORE_BUILD)/test-assets -cp $(CORE_BUILD)/junit:$(JAVA_CP):$(JUNIT_CP) \
+		org.junit.runner.JUnitCore org.mobileexport.core.CoreTest org.mobileexport.core.DemoAssetsTest
+
+# JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
+android-test: android-junit
+	$(BIN)/python -m pytest -q tests/test_android_tokenizer.py
+
+# Copy the demo export (make demo) into the app's assets; ANDROID_EXPORT=DIR to use another export.
+ANDROID_EXPORT ?= out/demo
+android-assets:
+	@test -f $(ANDROID_EXPORT)/manifest.json || { echo "no export in $(ANDROID_EXPORT): run make demo (or mobile-export export ... --out DIR and pass ANDROID_EXPORT=DIR)" >&2; exit 2; }
+	rm -rf android_demo/app/src/main/assets/model && mkdir -p android_demo/app/src/main/assets/model
+	cp -r $(ANDROID_EXPORT)/. android_demo/app/src/main/assets/model/
+	@echo "copied $(ANDROID_EXPORT) to android_demo/app/src/main/assets/model"
+
 clean:
-	rm -rf out build *.egg-info
+	rm -rf out build *.egg-info $(CORE_BUILD)

@@ -1,0 +1,120 @@
+package org.mobileexport.core;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.json.JSONArray;
+import org.json.JSONException;
+import org.json.JSONObject;
+
+/**
+ * The on-device self-test: the export's {@code manifest.json} carries a few golden inputs with the
+ * ids Python gave and the fp32 PyTorch logits. On the phone we tokenize the same text, run the
+ * runtime and check that the ids are identical and the logits agree (same top class, max |diff|
+ * within the tolerance).
+ */
+public final class SelfTest {
+    /** One golden example. */
+    public static final class Golden {
+        public final String text;
+        public final long[] inputIds;
+        public final float[] logits;
+
+        Golden(String text, long[] inputIds, float[] logits) {
+            this.text = text;
+            this.inputIds = inputIds;
+            this.logits = logits;
+        }
+    }
+
+    /** The verdict for one runtime. */
+    public static final class Result {
+        public final boolean idsMatch;
+        public final boolean passed;
+        public final double maxAbsDiff;
+        public final int checked;
+        public final String message;
+
+        Result(boolean idsMatch, boolean passed, double maxAbsDiff, int checked, String message) {
+            this.idsMatch = idsMatch;
+            this.passed = passed;
+            this.maxAbsDiff = maxAbsDiff;
+            this.checked = checked;
+            this.message = message;
+        }
+    }
+
+    private SelfTest() {
+    }
+
+    /** Golden examples of {@code manifest.json} (output "logits"). */
+    public static List<Golden> load(AssetSource source, String manifest) throws IOException {
+        try {
+            JSONArray arr = source.json(manifest).getJSONArray("golden");
+            List<Golden> out = new ArrayList<>();
+            for (int i = 0; i < arr.length(); i++) {
+                JSONObject g = arr.getJSONObject(i);
+                JSONArray ids = g.getJSONArray("input_ids");
+                long[] idArr = new long[ids.length()];
+                for (int k = 0; k < idArr.length; k++) {
+                    idArr[k] = ids.getLong(k);
+                }
+                JSONArray values = g.getJSONObject("outputs").getJSONObject("logits").getJSONArray("values");
+                float[] logits = new float[values.length()];
+                for (int k = 0; k < logits.length; k++) {
+                    logits[k] = (float) values.getDouble(k);
+                }
+                out.add(new Golden(g.getString("text"), idArr, logits));
+            }
+            return out;
+        } catch (JSONException e) {
+            throw new IOException(manifest + " has no usable golden examples: " + e.getMessage(), e);
+        }
+    }
+
+    /** Runs every golden example through {@code encoder} and {@code runner}. */
+    public static Result run(List<Golden> golden, TextEncoder encoder, ModelRunner runner, double tolerance) {
+        boolean idsMatch = true;
+        boolean passed = !golden.isEmpty();
+        double worst = 0;
+        StringBuilder why = new StringBuilder();
+        for (Golden g : golden) {
+            Encoding enc = encoder.encode(g.text);
+            if (!Arrays.equals(enc.inputIds, g.inputIds)) {
+                idsMatch = false;
+                passed = false;
+                why.append("tokenizer ids differ from Python's; ");
+                continue;
+            }
+            float[] got;
+            try {
+                got = runner.run(enc);
+            } catch (Exception e) {
+                return new Result(idsMatch, false, Double.NaN, 0, runner.name() + " failed: " + e);
+            }
+            if (got.length != g.logits.length) {
+                return new Result(idsMatch, false, Double.NaN, 0,
+                        runner.name() + " gave " + got.length + " logits, expected " + g.logits.length);
+            }
+            double diff = 0;
+            for (int i = 0; i < got.length; i++) {
+                diff = Math.max(diff, Math.abs(got[i] - g.logits[i]));
+            }
+            worst = Math.max(worst, diff);
+            if (Double.isNaN(diff) || diff > tolerance) {
+                passed = false;
+                why.append(String.format("max |diff| %.4g > %.4g; ", diff, tolerance));
+            }
+            if (Classifier.argmax(got) != Classifier.argmax(g.logits)) {
+                passed = false;
+                why.append("top class differs; ");
+            }
+        }
+        String message = golden.isEmpty() ? "no golden examples in the manifest"
+                : passed ? String.format("%s agrees with PyTorch fp32 on %d examples (max |diff| %.3g)",
+                        runner.name(), golden.size(), worst)
+                : runner.name() + ": " + why.toString().trim();
+        return new Result(idsMatch, passed, worst, golden.size(), message);
+    }
+}
