@@ -1,0 +1,38 @@
+plugins {
+    id("com.android.application")
+}
+
+android {
+    namespace = "org.mobileexport.demo"
+    compileSdk = 35
+
+    defaultConfig {
+        applicationId = "org.mobileexport.demo"
+        minSdk = 26
+        targetSdk = 35
+        versionCode = 1
+        versionName = "0.1"
+        ndk {
+            abiFilters += listOf("arm64-v8a", "x86_64")
+        }
+    }
+
+    compileOptions {
+        sourceCompatibility = JavaVersion.VERSION_17
+        targetCompatibility = JavaVersion.VERSION_17
+    }
+
+    // Models are memory-mapped/copied as they are: do not compress them inside the APK.
+    androidResources {
+        noCompress += listOf("pte", "onnx", "ort")
+    }
+}
+
+dependencies {
+    implementation(project(":core"))
+    implementation("org.pytorch:executorch-android:${property("executorchVersion")}")
+    implementation("com.microsoft.onnxruntime:onnxruntime-android:${property("onnxruntimeVersion")}")
+    // ExecuTorch's Java API loads its JNI library through these.
+    implementation("com.facebook.soloader:soloader:0.12.1")
+    implementation("com.facebook.fbjni:fbjni:0.7.0")
+}

@@ -1,0 +1,51 @@
+package org.mobileexport.demo;
+
+import ai.onnxruntime.OnnxTensor;
+import ai.onnxruntime.OrtEnvironment;
+import ai.onnxruntime.OrtException;
+import ai.onnxruntime.OrtSession;
+import java.nio.LongBuffer;
+import java.util.HashMap;
+import java.util.Map;
+import org.mobileexport.core.Encoding;
+import org.mobileexport.core.ModelRunner;
+
+/** model.onnx through ONNX Runtime's Android library (CPU execution provider). */
+final class OrtRunner implements ModelRunner, AutoCloseable {
+    private final OrtEnvironment env = OrtEnvironment.getEnvironment();
+    private final OrtSession session;
+
+    OrtRunner(byte[] model) throws OrtException {
+        OrtSession.SessionOptions options = new OrtSession.SessionOptions();
+        options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
+        session = env.createSession(model, options);
+    }
+
+    @Override
+    public float[] run(Encoding in) throws OrtException {
+        long[] shape = {1, in.length()};
+        Map<String, OnnxTensor> feeds = new HashMap<>();
+        try {
+            feeds.put("input_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.inputIds), shape));
+            feeds.put("attention_mask", OnnxTensor.createTensor(env, LongBuffer.wrap(in.attentionMask), shape));
+            feeds.put("token_type_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.tokenTypeIds), shape));
+            try (OrtSession.Result result = session.run(feeds)) {
+                return ((float[][]) result.get(0).getValue())[0];
+            }
+        } finally {
+            for (OnnxTensor t : feeds.values()) {
+                t.close();
+            }
+        }
+    }
+
+    @Override
+    public String name() {
+        return "ONNX Runtime .onnx";
+    }
+
+    @Override
+    public void close() throws OrtException {
+        session.close();
+    }
+}
