@@ -18,6 +18,8 @@ take one at all). :func:`sanitize` is that rule; Python parity and the Java toke
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 
@@ -56,7 +58,26 @@ def _ranges(cps: list[int]) -> list[list[int]]:
     return out
 
 
-def _charwise_table(normalizer) -> dict:
+@functools.lru_cache(maxsize=16)
+def _charwise_table_cached(spec: str) -> dict:
+    from tokenizers import normalizers
+
+    steps = json.loads(spec)
+    if steps["type"] == "BertNormalizer":
+        normalizer = normalizers.BertNormalizer(
+            clean_text=steps.get("clean_text", True), handle_chinese_chars=steps.get("handle_chinese_chars", True),
+            strip_accents=steps.get("strip_accents"), lowercase=steps.get("lowercase", True))
+    else:
+        normalizer = normalizers.Sequence([getattr(normalizers, s["type"])() for s in steps["normalizers"]])
+    return _probe(normalizer)
+
+
+def _charwise_table(spec: dict) -> dict:
+    """Per-code-point behaviour of a BertNormalizer spec or a Sequence of character-wise steps (cached)."""
+    return copy.deepcopy(_charwise_table_cached(json.dumps(spec, sort_keys=True)))
+
+
+def _probe(normalizer) -> dict:
     """Probe ``normalizer`` on every code point; classify what it does."""
     kinds: dict[str, list[int]] = {"delete": [], "space": [], "isolate": []}
     mapped: list[list] = []
@@ -76,8 +97,12 @@ def _charwise_table(normalizer) -> dict:
     return {**{k: _ranges(v) for k, v in kinds.items()}, "map": mapped}
 
 
-def _split_classes(pre_tokenizer) -> dict:
+@functools.lru_cache(maxsize=1)
+def _split_classes() -> dict:
     """Which code points the BERT pre-tokenizer treats as whitespace and as punctuation."""
+    from tokenizers import pre_tokenizers
+
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     space, punct = [], []
     for cp in _code_points():
         ch = chr(cp)
@@ -91,6 +116,7 @@ def _split_classes(pre_tokenizer) -> dict:
     return {"whitespace": _ranges(space), "punctuation": _ranges(punct)}
 
 
+@functools.lru_cache(maxsize=1)
 def _grapheme_classes() -> dict:
     """Extended grapheme cluster classes (via the ``regex`` module's \\X, Unicode's UAX #29)."""
     import regex
@@ -121,8 +147,6 @@ def _added_tokens(spec: dict) -> list[dict]:
 
 def on_device_spec(tokenizer) -> tuple[dict, dict]:
     """(tokenizer.json dict, char_table dict) for ``tokenizer``; UnsupportedError if Java cannot match it."""
-    from tokenizers import normalizers, pre_tokenizers
-
     spec = json.loads(tokenizer.backend_tokenizer.to_str())
     _added_tokens(spec)
     model = spec.get("model") or {}
@@ -132,10 +156,8 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
         if norm.get("type") != "BertNormalizer" or (spec.get("pre_tokenizer") or {}).get("type") != "BertPreTokenizer":
             raise UnsupportedError("a WordPiece tokenizer must use BertNormalizer and BertPreTokenizer "
                                    "(as BertTokenizer does) for the on-device tokenizer")
-        table["normalizer"] = _charwise_table(normalizers.BertNormalizer(
-            clean_text=norm.get("clean_text", True), handle_chinese_chars=norm.get("handle_chinese_chars", True),
-            strip_accents=norm.get("strip_accents"), lowercase=norm.get("lowercase", True)))
-        table.update(_split_classes(pre_tokenizers.BertPreTokenizer()))
+        table["normalizer"] = _charwise_table(norm)
+        table.update(copy.deepcopy(_split_classes()))
     elif model.get("type") == "Unigram":
         steps = norm.get("normalizers", [norm] if norm else [])
         order = ["Replace", "charwise", "Precompiled"]
@@ -149,9 +171,9 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
             seen.append(kind)
             if kind == "Replace" and "String" not in step["pattern"]:
                 raise UnsupportedError("only plain-string Replace normalizers are reproduced on device")
-        charwise = [getattr(normalizers, s["type"])() for s in steps if s["type"] in _CHARWISE]
-        table["normalizer"] = _charwise_table(normalizers.Sequence(charwise))
-        table["graphemes"] = _grapheme_classes()
+        charwise = [{"type": s["type"]} for s in steps if s["type"] in _CHARWISE]
+        table["normalizer"] = _charwise_table({"type": "Sequence", "normalizers": charwise})
+        table["graphemes"] = copy.deepcopy(_grapheme_classes())
         pre = spec.get("pre_tokenizer") or {}
         pres = [p["type"] for p in pre.get("pretokenizers", [pre])]
         if pres != ["WhitespaceSplit", "Metaspace"]:

@@ -168,3 +168,19 @@ def test_junit_suite():
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "OK (" in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
+def test_export_golden_ids_match_java(tiny_checkpoint, tmp_path, kind):
+    """The app's self-test compares its ids with the manifest's golden ids: they must agree on a real export."""
+    from mobile_export.api import export
+    from mobile_export.config import Backend, ExportOptions, Quant
+    from mobile_export.progress import Silent
+
+    out = tmp_path / "out"
+    export(tiny_checkpoint(tokenizer=kind), out, ExportOptions(backends=(Backend.ONNX,), quant=Quant.FP32),
+           progress=Silent())
+    golden = json.loads((out / "manifest.json").read_text())["golden"]
+    assert golden and all("\n" not in g["text"] for g in golden)
+    got = java_ids(out / "tokenizer", [g["text"].encode("utf-8") for g in golden])
+    assert got == [g["input_ids"] for g in golden]
