@@ -14,6 +14,7 @@ import torch
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
+from .size import Budget, breakdown, check_budget, peak_rss, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
 from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
@@ -98,7 +99,7 @@ def _model_summary(loaded: LoadedModel) -> dict:
     c = loaded.config
     keys = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
             "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-            "type_vocab_size", "hidden_act")
+            "type_vocab_size", "hidden_act", "num_labels")
     params = sum(p.numel() for p in loaded.model.parameters())  # parameters() yields shared ones once
     return {
         "source": loaded.source,
@@ -157,6 +158,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         backends.check_supported(b, options.quant)
     if options.task:
         get_task(options.task)
+    budget = resolve_budget(options.budget) if options.budget else None
     prepare_destination(out, options.overwrite)
 
     with progress.step("loading checkpoint"):
@@ -191,29 +193,36 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         if loaded.task.has_labels:
             write_json(staging / "labels.json", {"labels": labels(loaded.config)})
             written.append("labels.json")
+        summary = _model_summary(loaded)
+        with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
+            sizes = [_size_entry(staging / r.file, summary, options, bool(replaced), max_len, budget)
+                     for r in results]
         report = {
             "schema_version": REPORT_SCHEMA,
             "tool": "mobile-export",
             "versions": _versions(),
-            "model": _model_summary(loaded),
+            "model": summary,
             "options": {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                         "task": loaded.task.name, "max_seq_len": max_len,
                         "int8_embeddings": replaced},
             "parity_data": {"source": data.source if data else "built-in text", "examples": len(examples),
                             "labelled": sum(y is not None for y in example_labels or []),
                             "lengths": sorted({ex.length for ex in examples})},
-            "budget_bytes": options.budget_bytes,
-            "artifacts": [_artifact_dict(r) for r in results],
+            "budget": budget.as_dict() if budget else None,
+            "artifacts": [{**_artifact_dict(r), "size": e} for r, e in zip(results, sizes)],
             "passed": all(r.parity.passed for r in results),
             "timings_seconds": {k: round(v, 2) for k, v in progress.timings.items()},
         }
         result = ExportResult(out=out, report=report, artifacts=results)
-        over = [r for r in results if options.budget_bytes is not None and r.bytes > options.budget_bytes]
-        report["within_budget"] = not over if options.budget_bytes is not None else None
+        over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
+        report["within_budget"] = not over if budget else None
         if result.passed and over:
             write_json(out / "report.failed.json", report)
-            detail = "; ".join(f"{r.file} is {r.bytes:,} B, {r.bytes - options.budget_bytes:,} B over" for r in over)
-            raise BudgetError(f"over the size budget of {options.budget_bytes:,} B ({detail}); nothing was written")
+            what = "compressed size" if budget.compressed else "size"
+            detail = "; ".join(f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
+                               f"{e['budgets'][0]['over_bytes']:,} B over" for e in over)
+            raise BudgetError(f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); "
+                              "nothing was written")
         if not result.passed:
             write_json(out / "report.failed.json", report)
             failed = "; ".join(f"{r.backend.value}: {', '.join(r.parity.failures)}"
@@ -237,6 +246,19 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         return result
     finally:
         remove_staging(staging)
+
+
+def _size_entry(path: Path, summary: dict, options: ExportOptions, int8_embeddings: bool, max_len: int,
+                budget: Budget | None) -> dict:
+    """The artifact's size section: breakdown, sharing verdict, memory, budget verdict."""
+    entry = breakdown(path, summary, options.quant.value, int8_embeddings)
+    if options.measure_memory:
+        entry["memory"] = peak_rss(path, min(128, max_len))
+    if budget:
+        within, over = check_budget(entry, budget)
+        entry["budgets"] = [{**budget.as_dict(), "within": within, "over_bytes": max(0, over),
+                             "measured_bytes": entry["deflate_bytes"] if budget.compressed else entry["bytes"]}]
+    return entry
 
 
 def _export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:

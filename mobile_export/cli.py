@@ -50,7 +50,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--min-agreement", type=float, help="parity limit on top-1 agreement, 0..1 (default: 0.99 for int8)")
     ex.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB (default: 20 for int8)")
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
-    ex.add_argument("--budget", help="largest acceptable artifact, e.g. 15MB or 12MiB (exit 4 when over)")
+    ex.add_argument("--budget", help="largest acceptable artifact: a size (15MB, 12MiB; the file) or a store preset "
+                    "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over")
+    ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
     ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
@@ -60,13 +62,24 @@ def _build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--max-seq-len", type=int)
     tk.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
+    sz = sub.add_parser("size", help="what an artifact's bytes are, whether sharing survived, memory, budgets",
+                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sz.add_argument("artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)")
+    sz.add_argument("--checkpoint", help="the source checkpoint, when there is no report.json beside the artifact")
+    sz.add_argument("--quant", choices=[q.value for q in Quant], help="how the artifact was quantized (default: from report.json, else int8)")
+    sz.add_argument("--budget", action="append", help="a size (15MB) or a preset (play-base, play-asset-pack, legacy-apk, "
+                    "app-store-cellular); repeat for several; exit 4 when over")
+    sz.add_argument("--no-memory", action="store_true", help="skip measuring peak RSS (load + one run)")
+    sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sz.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
     sub.add_parser("list", help="list supported tasks, backends and quantizations")
     return parser
 
 
 def _cmd_export(args) -> int:
     from .api import export
-    from .config import Backend, ExportOptions, Quant, Thresholds, parse_size
+    from .config import Backend, ExportOptions, Quant, Thresholds
     from .progress import Progress, Silent
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else tuple(Backend)
@@ -81,7 +94,7 @@ def _cmd_export(args) -> int:
         )
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
                             overwrite=args.overwrite, thresholds=thresholds, data=args.data,
-                            budget_bytes=parse_size(args.budget) if args.budget else None,
+                            budget=args.budget, measure_memory=not args.no_memory,
                             quantize_embeddings=not args.keep_fp32_embeddings)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(_summary(result.report))
@@ -100,8 +113,17 @@ def _summary(report: dict) -> str:
                      f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
     if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
         lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
-    if report.get("budget_bytes"):
-        lines.append(f"size budget {report['budget_bytes']:,} B: {'within' if report['within_budget'] else 'OVER'}")
+    for a in report["artifacts"]:
+        s = a.get("size") or {}
+        mem = s.get("memory")
+        lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
+                     f"{'preserved' if s.get('sharing_preserved') else 'NOT preserved' if s.get('sharing_preserved') is False else 'n/a'}"
+                     + (f"; peak RSS {mem['peak_rss_bytes'] / 2**20:.0f} MiB (model {mem['model_rss_bytes'] / 2**20:.1f} MiB)"
+                        if mem else ""))
+    if report.get("budget"):
+        b = report["budget"]
+        lines.append(f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
+                     f"{'within' if report['within_budget'] else 'OVER'}")
     return "\n".join(lines)
 
 
@@ -127,6 +149,61 @@ def _cmd_tokenizer(args) -> int:
     finally:
         remove_staging(staging)
     print(f"wrote {', '.join(names)} to {out}")
+    return int(ExitCode.OK)
+
+
+def _size_model_info(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool]:
+    """(model summary, quant, int8 embeddings) from --checkpoint or the export's report.json."""
+    import json
+
+    if checkpoint:
+        from .loading import read_config_dict, resolve_folder
+
+        cfg = read_config_dict(resolve_folder(checkpoint))
+        arch = (cfg.get("architectures") or ["AlbertModel"])[0]
+        keys = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+                "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+                "type_vocab_size", "hidden_act")
+        config = {k: cfg[k] for k in keys if k in cfg}
+        config["num_labels"] = len(cfg.get("id2label") or {}) or 2
+        return {"config": config, "architecture": arch}, None, True
+    report = path.parent / "report.json"
+    if report.is_file():
+        r = json.loads(report.read_text())
+        opts = r.get("options", {})
+        return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
+    return None, None, True
+
+
+def _cmd_size(args) -> int:
+    import json
+
+    from .errors import BadInputError
+    from .size import breakdown, check_budget, format_entry, peak_rss, resolve_budget
+
+    budgets = [resolve_budget(b) for b in args.budget or []]
+    entries = []
+    for name in args.artifacts:
+        path = Path(name)
+        if not path.is_file():
+            raise BadInputError(f"{path} does not exist; pass .pte or .onnx files")
+        info, quant, emb = _size_model_info(path, args.checkpoint)
+        entry = breakdown(path, info, args.quant or quant or "int8", emb)
+        if not args.no_memory:
+            entry["memory"] = peak_rss(path, min(128, int((info or {}).get("config", {}).get("max_position_embeddings") or 128)))
+        entry["budgets"] = []
+        for b in budgets:
+            within, over = check_budget(entry, b)
+            entry["budgets"].append({**b.as_dict(), "within": within, "over_bytes": max(0, over)})
+        entries.append(entry)
+    if args.json:
+        print(json.dumps(entries, indent=2))
+    else:
+        print("\n\n".join(format_entry(e) for e in entries))
+    over = [(e["file"], b) for e in entries for b in e["budgets"] if not b["within"]]
+    if over:
+        print("; ".join(f"{f} is {b['over_bytes']:,} B over {b['name']}" for f, b in over), file=sys.stderr)
+        return int(ExitCode.OVER_BUDGET)
     return int(ExitCode.OK)
 
 
@@ -177,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         from ._quiet import quiet_libraries
 
         quiet_libraries()
-    handler = {"export": _cmd_export, "tokenizer": _cmd_tokenizer, "list": _cmd_list}[args.command]
+    handler = {"export": _cmd_export, "tokenizer": _cmd_tokenizer, "size": _cmd_size, "list": _cmd_list}[args.command]
     try:
         return handler(args)
     except MobileExportError as exc:

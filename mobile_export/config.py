@@ -74,7 +74,10 @@ class ExportOptions:
         overwrite: replace the files of an existing export in the destination.
         thresholds: parity limits; None uses ``Thresholds.default_for(quant)``.
         data: parity data file (one text per line, optionally ``label<TAB>text``); None uses built-in text.
-        budget_bytes: largest acceptable artifact; a larger one fails the export with exit 4.
+        budget: largest acceptable artifact: a size (``15MB``, checked against the file) or a store preset
+            (``play-base``, ``play-asset-pack``, ``legacy-apk``, ``app-store-cellular``; checked against
+            the deflate-compressed size, as stores count downloads); over it the export fails with exit 4.
+        measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
     """
@@ -86,7 +89,8 @@ class ExportOptions:
     overwrite: bool = False
     thresholds: Thresholds | None = field(default=None)
     data: str | None = None
-    budget_bytes: int | None = None
+    budget: str | None = None
+    measure_memory: bool = True
     quantize_embeddings: bool = True
 
     def __post_init__(self) -> None:

@@ -177,7 +177,7 @@ def test_over_budget_exit_4_and_nothing_written(tiny_checkpoint, tmp_path, capsy
     assert "over the size budget of 10,000 B" in line and "B over" in line
     assert not (out / "model.onnx").exists()
     code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--budget", "lots"], capsys)
-    assert code == 2 and "cannot read size 'lots'" in _error_line(err)
+    assert code == 2 and "cannot read budget 'lots'" in _error_line(err)
 
 
 def test_exports_are_byte_identical(tiny_checkpoint, tmp_path):

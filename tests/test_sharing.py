@@ -21,8 +21,13 @@ def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quan
     sizes = {}
     for layers in (1, 4):
         ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
-        result = export(ckpt, tmp_path / f"L{layers}", ExportOptions(backends=(backend,), quant=quant))
+        result = export(ckpt, tmp_path / f"L{layers}", ExportOptions(backends=(backend,), quant=quant, measure_memory=False))
         sizes[layers] = result.artifacts[0].bytes
+        size = result.report["artifacts"][0]["size"]
+        assert size["sharing_preserved"], size["sharing_verdict"]
+        # every byte is attributed: parts + overhead (incl. unmatched constants) = the file
+        assert sum(size["groups"].values()) + size["overhead_bytes"] == size["bytes"]
+        assert size["groups"]["shared encoder layer"] >= LAYER_PARAMS * (1 if quant is Quant.INT8 else 4)
     bytes_per_weight = 1 if quant is Quant.INT8 else 4
     one_layer = LAYER_PARAMS * bytes_per_weight
     per_layer = (sizes[4] - sizes[1]) / 3
@@ -35,7 +40,7 @@ def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quan
 
 def test_onnx_int8_quantizes_every_weight_matmul_once(tiny_checkpoint, tmp_path):
     ckpt = tiny_checkpoint("text-classification", "wordpiece", num_hidden_layers=4)
-    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8))
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8, measure_memory=False))
     stats = result.artifacts[0].stats
     # 4 layers x (q, k, v, dense, ffn, ffn_output) + embedding projection + pooler + classifier
     assert stats["weight_matmuls"] == 4 * 6 + 3
@@ -59,7 +64,7 @@ def test_int8_word_embeddings_shrink_the_artifact(tiny_checkpoint, tmp_path, bac
     sizes = {}
     for keep in (True, False):
         result = export(ckpt, tmp_path / f"keep{keep}",
-                        ExportOptions(backends=(backend,), quant=Quant.INT8, quantize_embeddings=not keep))
+                        ExportOptions(backends=(backend,), quant=Quant.INT8, quantize_embeddings=not keep, measure_memory=False))
         [art] = result.artifacts
         assert art.parity.passed and art.parity.sqnr_db >= 20
         assert result.report["options"]["int8_embeddings"] == ([] if keep else ["albert.embeddings.word_embeddings"])

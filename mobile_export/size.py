@@ -1,0 +1,319 @@
+"""What an artifact's bytes are: breakdown by part of the model, sharing verdict, budgets, memory.
+
+The breakdown reads the artifact itself: the distinct weight blobs it stores (ExecuTorch's named
+data and constant buffers; ONNX initializers), matched to the model's parameters by size. ALBERT's
+cross-layer sharing is preserved when the shared layer's parameters are stored once, not once per
+layer; the verdict counts the blobs actually present, never trusts the config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import parse_size
+from .errors import BadInputError
+
+GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
+          "pooler", "task head")
+CHECKED = "2026-11-29"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A size limit; store limits apply to the compressed download, a plain number to the file."""
+
+    name: str
+    bytes: int
+    compressed: bool
+    source: str = ""
+    checked: str = ""
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "bytes": self.bytes, "applies_to": "compressed" if self.compressed else "file",
+                "source": self.source, "checked": self.checked}
+
+
+PRESETS = {
+    "play-base": Budget("Google Play base module (compressed download)", 500 * 10**6, True,
+                        "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
+    "play-asset-pack": Budget("Google Play asset pack (compressed download)", 1500 * 10**6, True,
+                              "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
+    "legacy-apk": Budget("Google Play legacy APK (compressed download)", 100 * 10**6, True,
+                         "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
+    "app-store-cellular": Budget("App Store cellular download", 200 * 10**6, True,
+                                 "https://developer.apple.com/help/app-store-connect/reference/maximum-build-file-sizes",
+                                 CHECKED),
+}
+
+
+def resolve_budget(text: str) -> Budget:
+    """A preset name (``play-base`` ...) or a size (``15MB``)."""
+    key = text.strip().lower()
+    if key in PRESETS:
+        return PRESETS[key]
+    try:
+        return Budget(f"{text.strip()} file size", parse_size(text), False)
+    except BadInputError:
+        raise BadInputError(f"cannot read budget '{text}'; write a size like 15MB or one of: "
+                            f"{', '.join(PRESETS)}") from None
+
+
+# ---------------------------------------------------------------------------------------------- blobs
+
+
+def _pte_blobs(path: Path) -> tuple[list[bytes], int]:
+    """(weight/constant blobs, bytes of delegate graphs) stored in a .pte."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    pte = deserialize_pte_binary(path.read_bytes())
+    blobs = list(pte.named_data.buffers) if pte.named_data is not None else []
+    blobs += [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
+    graphs = sum(len(d.data) for d in pte.program.backend_delegate_data)
+    return blobs, graphs
+
+
+def _onnx_blobs(path: Path) -> tuple[list[bytes], int]:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    blobs = []
+    stack = [model.graph]
+    while stack:
+        graph = stack.pop()
+        blobs += [numpy_helper.to_array(t).tobytes() for t in graph.initializer]
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    blobs.append(numpy_helper.to_array(attr.t).tobytes())
+                stack.extend(attr.graphs)
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    stack.append(attr.g)
+    return [b for b in blobs if len(b) > 16], 0
+
+
+def artifact_blobs(path: Path) -> tuple[list[bytes], int]:
+    if path.suffix == ".pte":
+        return _pte_blobs(path)
+    if path.suffix == ".onnx":
+        return _onnx_blobs(path)
+    raise BadInputError(f"{path.name}: size breakdown reads .pte and .onnx files; got '{path.suffix}'")
+
+
+# ------------------------------------------------------------------------------------------- params
+
+
+def _group(name: str) -> str:
+    if "word_embeddings" in name:
+        return "word embeddings"
+    if ".embeddings." in f".{name}":
+        return "position/type embeddings"
+    if "embedding_hidden_mapping_in" in name:
+        return "embedding projection"
+    if "albert_layer_groups" in name:
+        return "shared encoder layer"
+    if "pooler" in name:
+        return "pooler"
+    return "task head"
+
+
+def _meta_model(model_info: dict):
+    import torch
+    import transformers
+
+    cfg = dict(model_info["config"])
+    num_labels = cfg.pop("num_labels", None) or 2
+    config = transformers.AlbertConfig(**{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels)
+    cls = getattr(transformers, model_info.get("architecture") or "AlbertModel")
+    with torch.device("meta"):
+        return cls(config), config
+
+
+def parameter_counts(model_info: dict) -> dict:
+    """Unique parameters, and how many there would be with every layer stored separately."""
+    model, config = _meta_model(model_info)
+    unique = sum(p.numel() for p in model.parameters())
+    layer = sum(p.numel() for n, p in model.named_parameters() if "albert_layer_groups" in n)
+    per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
+    unshared = unique - layer + config.num_hidden_layers * config.inner_group_num * per_layer
+    return {"unique": int(unique), "unshared": int(unshared), "shared_layer": int(layer),
+            "layers": int(config.num_hidden_layers), "ratio": round(unshared / unique, 2)}
+
+
+def _slots(model_info: dict, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
+    """(group, byte size) of every blob the model's parameters would become, one entry each."""
+    model, _ = _meta_model(model_info)
+    slots = []
+    for name, p in model.named_parameters():
+        group = _group(name)
+        quantized = quant == "int8" and p.dim() == 2 and (
+            "word_embeddings" not in name or int8_embeddings) and "position" not in name and "token_type" not in name
+        if quantized:
+            rows = p.shape[0]
+            slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
+        else:
+            slots.append((group, p.numel() * 4))
+    for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants
+        slots.append((_group(name), buf.numel() * buf.element_size()))
+    return slots
+
+
+def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> dict:
+    """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
+    data = path.read_bytes()
+    blobs, graph_bytes = artifact_blobs(path)
+    distinct: dict[str, bytes] = {}
+    for b in blobs:
+        distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
+    out: dict = {
+        "file": path.name, "bytes": len(data), "deflate_bytes": len(zlib.compress(data, 6)),
+        "blobs": len(blobs), "distinct_blobs": len(distinct),
+        "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
+    }
+    stored = sum(len(b) for b in distinct.values())
+    if model_info is None:
+        out.update({"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None,
+                    "sharing_preserved": None})
+        return out
+    free: dict[int, list[str]] = defaultdict(list)
+    for group, size in _slots_cache(model_info, quant, int8_embeddings):
+        free[size].append(group)
+    groups: Counter = Counter()
+    extra: Counter = Counter()
+    unmatched = 0
+    for b in sorted(distinct.values(), key=len, reverse=True):
+        if free.get(len(b)):
+            groups[free[len(b)].pop(0)] += len(b)
+            continue
+        taken = [g for g, s in _slots_cache(model_info, quant, int8_embeddings) if s == len(b)]
+        if taken:
+            groups[taken[0]] += len(b)
+            extra[taken[0]] += len(b)
+        else:
+            unmatched += len(b)
+    counts = parameter_counts(model_info)
+    layer_bytes = groups["shared encoder layer"]
+    # Shared weights stored once: no blob beyond one copy of each layer parameter.
+    preserved = extra["shared encoder layer"] == 0 and layer_bytes > 0
+    out.update({
+        "groups": {g: int(groups[g]) for g in GROUPS},
+        "other_constants_bytes": int(unmatched),
+        "delegate_graph_bytes": int(graph_bytes),
+        "overhead_bytes": int(len(data) - stored + unmatched),
+        "extra_copies_bytes": {g: int(v) for g, v in extra.items() if v},
+        "parameters": counts,
+        "sharing_preserved": bool(preserved),
+        "sharing_verdict": (f"preserved: the shared layer is stored once ({layer_bytes:,} B) for "
+                            f"{counts['layers']} layers" if preserved else
+                            f"NOT preserved: {extra['shared encoder layer']:,} B of extra copies of the shared layer"),
+    })
+    return out
+
+
+_SLOTS: dict = {}
+
+
+def _slots_cache(model_info: dict, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
+    key = (json.dumps(model_info, sort_keys=True, default=str), quant, int8_embeddings)
+    if key not in _SLOTS:
+        _SLOTS[key] = _slots(model_info, quant, int8_embeddings)
+    return _SLOTS[key]
+
+
+# ---------------------------------------------------------------------------------------------- RSS
+
+_RSS_SCRIPT = r"""
+import json, sys
+import numpy as np
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+
+from pathlib import Path
+path, backend, seq = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+from mobile_export import backends
+from mobile_export.config import Backend
+mod = backends.load(Backend(backend))
+if backend == "executorch":
+    import executorch.runtime  # noqa: F401  (count the runtime library in the baseline)
+else:
+    import onnxruntime  # noqa: F401
+with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) to the current RSS
+    f.write("5")
+base = status("VmRSS")
+runner = mod.Runner(path)
+loaded = status("VmHWM")
+feeds = {"input_ids": np.ones((1, seq), np.int64), "attention_mask": np.ones((1, seq), np.int64),
+         "token_type_ids": np.zeros((1, seq), np.int64)}
+runner.run(feeds)
+peak = status("VmHWM")
+print(json.dumps({"baseline_kb": base, "after_load_kb": loaded, "peak_kb": peak}))
+"""
+
+
+def peak_rss(path: Path, seq_len: int = 128) -> dict:
+    """Peak resident memory of a fresh process that loads ``path`` in its runtime and runs it once.
+
+    Linux only (/proc): the peak is reset after the runtime is imported, so ``model_rss_bytes`` is what
+    loading and one run add on top of the runtime library itself.
+    """
+    backend = {".pte": "executorch", ".onnx": "onnx"}.get(path.suffix)
+    if backend is None:
+        raise BadInputError(f"{path.name}: memory is measured for .pte and .onnx files")
+    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(path), backend, str(seq_len)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BadInputError(f"{path.name} could not be loaded and run to measure memory: {tail}")
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    kib = 1024
+    return {"seq_len": seq_len, "peak_rss_bytes": r["peak_kb"] * kib,
+            "model_rss_bytes": (r["peak_kb"] - r["baseline_kb"]) * kib,
+            "load_rss_bytes": (r["after_load_kb"] - r["baseline_kb"]) * kib,
+            "runtime_baseline_bytes": r["baseline_kb"] * kib}
+
+
+def check_budget(entry: dict, budget: Budget) -> tuple[bool, int]:
+    """(within, bytes over) for one artifact's size entry."""
+    measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
+    return measured <= budget.bytes, measured - budget.bytes
+
+
+# --------------------------------------------------------------------------------------------- text
+
+
+def _mb(n: int) -> str:
+    return f"{n:,} B ({n / 2**20:.2f} MiB)"
+
+
+def format_entry(e: dict) -> str:
+    lines = [f"{e['file']}: {_mb(e['bytes'])}; deflate-compressed {_mb(e['deflate_bytes'])}"]
+    if e.get("groups"):
+        for g in GROUPS:
+            v = e["groups"][g]
+            lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
+        lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
+        lines.append(f"  {'format overhead':<26}{e['overhead_bytes'] - e['other_constants_bytes']:>14,} B"
+                     + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else ""))
+        p = e["parameters"]
+        lines.append(f"  parameters: {p['unique']:,} unique; {p['unshared']:,} if the {p['layers']} layers were "
+                     f"not shared ({p['ratio']}x)")
+        lines.append(f"  sharing: {e['sharing_verdict']}")
+    lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
+    if e.get("memory"):
+        m = e["memory"]
+        lines.append(f"  memory (load + one run at {m['seq_len']} tokens): peak RSS {m['peak_rss_bytes'] / 2**20:.0f} MiB, "
+                     f"of which the model {m['model_rss_bytes'] / 2**20:.1f} MiB over the runtime's baseline")
+    for b in e.get("budgets", []):
+        verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"
+        lines.append(f"  budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): {verdict}")
+    return "\n".join(lines)
