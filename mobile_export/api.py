@@ -28,7 +28,7 @@ from .verify import ParityResult, compare
 
 REPORT_SCHEMA = 1
 MANIFEST_SCHEMA = 1
-_OUTPUT_NAMES = ("model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "manifest.json")
+_OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "manifest.json")
 
 
 @dataclass

@@ -40,7 +40,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
     ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
     ex.add_argument("--backend", action="append", choices=[b.value for b in Backend],
-                    help="repeat for several (default: all)")
+                    help="repeat for several (default: executorch and onnx; ort on request)")
     ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument("--keep-fp32-embeddings", action="store_true",
@@ -82,7 +82,7 @@ def _cmd_export(args) -> int:
     from .config import Backend, ExportOptions, Quant, Thresholds
     from .progress import Progress, Silent
 
-    backends = tuple(Backend(b) for b in args.backend) if args.backend else tuple(Backend)
+    backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
     quant = Quant(args.quant)
     thresholds = None
     if any(v is not None for v in (args.max_abs_diff, args.min_agreement, args.min_sqnr)):

@@ -13,6 +13,7 @@ class Backend(str, Enum):
 
     EXECUTORCH = "executorch"  # .pte, XNNPACK delegate
     ONNX = "onnx"  # .onnx, ONNX Runtime
+    ORT = "ort"  # .ort, ONNX Runtime (Mobile) flatbuffer format
 
     def __str__(self) -> str:
         return self.value

@@ -99,12 +99,37 @@ def _onnx_blobs(path: Path) -> tuple[list[bytes], int]:
     return [b for b in blobs if len(b) > 16], 0
 
 
+def _ort_blobs(path: Path) -> tuple[list[bytes], int]:
+    """Initializers of an ORT-format model (flatbuffer), via ONNX Runtime's own schema reader."""
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
+
+    buf = path.read_bytes()
+    session = InferenceSession.InferenceSession.GetRootAs(buf, 0)
+    blobs, stack = [], [session.Model().Graph()]
+    while stack:
+        graph = stack.pop()
+        for i in range(graph.InitializersLength()):
+            t = graph.Initializers(i)
+            blobs.append(t.RawDataAsNumpy().tobytes() if t.RawDataLength() else b"")
+        for n in range(graph.NodesLength()):
+            node = graph.Nodes(n)
+            for a in range(node.AttributesLength()):
+                attr = node.Attributes(a)
+                if attr.G() is not None:
+                    stack.append(attr.G())
+                for g in range(attr.GraphsLength()):
+                    stack.append(attr.Graphs(g))
+    return [b for b in blobs if len(b) > 16], 0
+
+
 def artifact_blobs(path: Path) -> tuple[list[bytes], int]:
+    if path.suffix == ".ort":
+        return _ort_blobs(path)
     if path.suffix == ".pte":
         return _pte_blobs(path)
     if path.suffix == ".onnx":
         return _onnx_blobs(path)
-    raise BadInputError(f"{path.name}: size breakdown reads .pte and .onnx files; got '{path.suffix}'")
+    raise BadInputError(f"{path.name}: size breakdown reads .pte, .onnx and .ort files; got '{path.suffix}'")
 
 
 # ------------------------------------------------------------------------------------------- params
@@ -266,9 +291,9 @@ def peak_rss(path: Path, seq_len: int = 128) -> dict:
     Linux only (/proc): the peak is reset after the runtime is imported, so ``model_rss_bytes`` is what
     loading and one run add on top of the runtime library itself.
     """
-    backend = {".pte": "executorch", ".onnx": "onnx"}.get(path.suffix)
+    backend = {".pte": "executorch", ".onnx": "onnx", ".ort": "ort"}.get(path.suffix)
     if backend is None:
-        raise BadInputError(f"{path.name}: memory is measured for .pte and .onnx files")
+        raise BadInputError(f"{path.name}: memory is measured for .pte, .onnx and .ort files")
     proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(path), backend, str(seq_len)],
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:

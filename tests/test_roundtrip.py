@@ -37,6 +37,16 @@ CASES = [
     ("feature-extraction", Backend.EXECUTORCH, Quant.FP32, "sentencepiece"),
     ("feature-extraction", Backend.ONNX, Quant.INT8, "sentencepiece"),
     ("feature-extraction", Backend.ONNX, Quant.FP32, "wordpiece"),
+    ("text-classification", Backend.ORT, Quant.INT8, "wordpiece"),
+    ("text-classification", Backend.ORT, Quant.FP32, "sentencepiece"),
+    ("token-classification", Backend.ORT, Quant.INT8, "sentencepiece"),
+    ("token-classification", Backend.ORT, Quant.FP32, "wordpiece"),
+    ("question-answering", Backend.ORT, Quant.INT8, "wordpiece"),
+    ("question-answering", Backend.ORT, Quant.FP32, "sentencepiece"),
+    ("fill-mask", Backend.ORT, Quant.INT8, "sentencepiece"),
+    ("fill-mask", Backend.ORT, Quant.FP32, "wordpiece"),
+    ("feature-extraction", Backend.ORT, Quant.INT8, "wordpiece"),
+    ("feature-extraction", Backend.ORT, Quant.FP32, "sentencepiece"),
 ]
 
 

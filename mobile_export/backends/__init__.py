@@ -43,6 +43,12 @@ BACKENDS: dict[Backend, BackendInfo] = {
         runtime="ONNX Runtime (CPU)", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; self-contained (no external data)",
     ),
+    Backend.ORT: BackendInfo(
+        backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
+        runtime="ONNX Runtime (CPU), ORT format", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
+              "no x86-only layouts); opt-in with --backend ort",
+    ),
 }
 
 

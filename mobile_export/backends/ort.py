@@ -1,0 +1,43 @@
+"""ORT format (model.ort) for ONNX Runtime Mobile: the .onnx export, converted by ONNX Runtime itself.
+
+The conversion is what ``python -m onnxruntime.tools.convert_onnx_models_to_ort`` does (fixed
+optimization style): load the .onnx in an InferenceSession with all graph optimizations except the
+x86-only NCHWc layout transformer, and save the optimized graph in ORT's flatbuffer format. The
+result is then checked by parity in ONNX Runtime like any other artifact.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from ..config import Quant
+from . import onnx as onnx_backend
+
+RUNTIME_VERSION = onnx_backend.RUNTIME_VERSION
+Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
+
+
+def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
+           quant: Quant, dest: Path, progress) -> dict:
+    import onnxruntime as ort
+
+    onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
+    try:
+        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress)
+        stats["onnx_bytes"] = onnx_path.stat().st_size
+        with progress.step("ort: convert to ORT format (ONNX Runtime)"):
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            so.optimized_model_filepath = str(dest)
+            so.add_session_config_entry("session.save_model_format", "ORT")
+            ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"],
+                                 disabled_optimizers=["NchwcTransformer"])
+    finally:
+        if onnx_path.exists():
+            os.unlink(onnx_path)
+    stats["format"] = "ORT flatbuffer (optimization level all, without NchwcTransformer)"
+    return stats
