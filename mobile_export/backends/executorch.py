@@ -16,6 +16,31 @@ def RUNTIME_VERSION() -> str:
     return version("executorch")
 
 
+class CubicGelu(torch.nn.Module):
+    """gelu_new (tanh approximation) with ``x * x * x`` instead of ``pow(x, 3)``: the same function,
+    but XNNPACK takes multiplications, while ``pow`` stays outside the delegate as a slow portable
+    kernel and splits every layer into more partitions (measured: 2-3x the latency of the demo model)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * (x * x * x))))
+
+
+def xnnpack_friendly(wrapper: torch.nn.Module) -> tuple[torch.nn.Module, int]:
+    """A copy of ``wrapper`` with ops XNNPACK cannot take rewritten; returns (copy, replacements)."""
+    import copy
+
+    from transformers.activations import NewGELUActivation
+
+    wrapper = copy.deepcopy(wrapper)
+    replaced = 0
+    for module in list(wrapper.modules()):
+        for name, child in list(module.named_children()):
+            if type(child) is NewGELUActivation:
+                setattr(module, name, CubicGelu())
+                replaced += 1
+    return wrapper, replaced
+
+
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
            quant: Quant, dest: Path, progress) -> dict:
     """Export ``wrapper`` to ``dest`` (.pte), lowered to XNNPACK; returns stats for the report."""
@@ -26,6 +51,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     )
     from executorch.exir import to_edge_transform_and_lower
 
+    wrapper, rewritten = xnnpack_friendly(wrapper)
     with progress.step("executorch: torch.export"):
         ep = torch.export.export(wrapper, example, dynamic_shapes=dynamic_shapes, strict=False)
     if quant is Quant.INT8:
@@ -46,7 +72,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     delegates = sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
     outside = sorted({str(n.target) for n in graph.nodes if n.op == "call_function"
                       and str(n.target).startswith("aten.")})
-    return {"xnnpack_partitions": delegates, "ops_outside_delegate": outside}
+    return {"xnnpack_partitions": delegates, "ops_outside_delegate": outside, "gelu_rewritten": rewritten}
 
 
 class Runner:
