@@ -14,6 +14,7 @@ import torch
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
+from .parity import by_length, cross_runtime, plot_data
 from .size import Budget, breakdown, check_budget, peak_rss, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
@@ -21,14 +22,16 @@ from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportE
 from .fsutil import make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
+from .reports import write_reports
 from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
 from .tasks import get_task
 from .texts import long_text, parity_texts
 from .verify import ParityResult, compare
 
-REPORT_SCHEMA = 1
+REPORT_SCHEMA = 2
 MANIFEST_SCHEMA = 1
-_OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "manifest.json")
+_OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
+                 "report.html", "manifest.json")
 
 
 @dataclass
@@ -43,6 +46,9 @@ class ArtifactResult:
     export_seconds: float
     parity: ParityResult
     stats: dict = field(default_factory=dict)
+    by_length: list = field(default_factory=list)
+    plot: dict = field(default_factory=dict)
+    outputs: list = field(default_factory=list, repr=False)  # per example, for cross-runtime checks
 
 
 @dataclass
@@ -171,15 +177,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
 
     staging = make_staging(out)
     try:
-        with progress.step("fp32 reference on parity text"):
-            if data is not None:  # the user's text, plus the empty text and the longest input
-                texts = [""] + data.texts + [long_text(loaded.tokenizer, max_len)]
-                example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None]
-            else:
-                texts = parity_texts(loaded.tokenizer, max_len)
-                example_labels = None
-            examples = tokenize(loaded.tokenizer, texts, max_len)
-            reference = reference_outputs(loaded.model, loaded.task, examples)
+        examples, reference, example_labels = _parity_examples(loaded, data, max_len, progress)
         wrapper, replaced = _export_module(loaded, options)
         results = []
         for backend in options.backends:
@@ -210,6 +208,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                             "lengths": sorted({ex.length for ex in examples})},
             "budget": budget.as_dict() if budget else None,
             "artifacts": [{**_artifact_dict(r), "size": e} for r, e in zip(results, sizes)],
+            "cross_runtime": cross_runtime(loaded.task, {r.file: r.outputs for r in results}),
             "passed": all(r.parity.passed for r in results),
             "timings_seconds": {k: round(v, 2) for k, v in progress.timings.items()},
         }
@@ -231,6 +230,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                               f"details in {out / 'report.failed.json'}")
         write_json(staging / "report.json", report)
         written.append("report.json")
+        with progress.step("human reports (report.md, report.html)"):
+            written += write_reports(report, staging)
         manifest = _manifest(staging, written, loaded, examples, reference)
         write_json(staging / "manifest.json", manifest)
         written.append("manifest.json")
@@ -246,6 +247,21 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         return result
     finally:
         remove_staging(staging)
+
+
+def _parity_examples(loaded: LoadedModel, data, max_len: int, progress):
+    """(examples, fp32 reference outputs, labels or None): the user's text plus the empty text and the
+    longest input, or the built-in mix of real sentences at many lengths."""
+    with progress.step("fp32 reference on parity text"):
+        if data is not None:
+            texts = [""] + data.texts + [long_text(loaded.tokenizer, max_len)]
+            example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None]
+        else:
+            texts = parity_texts(loaded.tokenizer, max_len)
+            example_labels = None
+        examples = tokenize(loaded.tokenizer, texts, max_len)
+        reference = reference_outputs(loaded.model, loaded.task, examples)
+    return examples, reference, example_labels
 
 
 def _size_entry(path: Path, summary: dict, options: ExportOptions, int8_embeddings: bool, max_len: int,
@@ -292,8 +308,24 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
         raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
                                 "rerun with --debug for the traceback") from exc
     seconds = time.monotonic() - t0
+    checked = _check_artifact(backend, dest, quant, loaded, examples, reference, thresholds, progress,
+                              example_labels)
+    checked.stats = dict(stats, **checked.stats)
+    checked.export_seconds = round(seconds, 2)
+    return checked
+
+
+def _check_artifact(backend: Backend, dest: Path, quant: Quant, loaded: LoadedModel, examples, reference,
+                    thresholds, progress, example_labels=None) -> ArtifactResult:
+    """Run ``dest`` in its real runtime on every example and compare with the fp32 reference."""
+    info = backends.get_info(backend)
+    module = backends.load(backend)
     with progress.step(f"{backend.value}: parity in {info.runtime} on {len(examples)} texts"):
-        runner = module.Runner(dest)
+        try:
+            runner = module.Runner(dest)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise BadInputError(f"{dest.name} does not load in {info.runtime}: {first}") from exc
         actual, seconds_each = [], []
         for ex in examples:
             t = time.perf_counter()
@@ -306,19 +338,22 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
     progress.say(f"{backend.value}: max|diff| {parity.max_abs_diff:.3g}, SQNR {parity.sqnr_db:.1f} dB, "
                  f"agreement {agreement} -> {verdict}")
     ms = sorted(1000 * x for x in seconds_each)
-    stats = dict(stats, runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
+    stats = dict(runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
                  parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
                                     "note": "per example, batch 1, mixed lengths, during the parity run"},
                  dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
-    return ArtifactResult(backend=backend, quant=quant, file=info.file_name, bytes=dest.stat().st_size,
-                          sha256=sha256_file(dest), export_seconds=round(seconds, 2), parity=parity, stats=stats)
+    lengths = [ex.length for ex in examples]
+    return ArtifactResult(backend=backend, quant=quant, file=dest.name, bytes=dest.stat().st_size,
+                          sha256=sha256_file(dest), export_seconds=0.0, parity=parity, stats=stats,
+                          by_length=by_length(loaded.task, reference, actual, lengths),
+                          plot=plot_data(reference, actual, lengths), outputs=actual)
 
 
 def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
             "scheme": "int8-dynamic-per-channel" if r.quant is Quant.INT8 else "fp32",
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
-            "parity": r.parity.to_dict()}
+            "parity": {**r.parity.to_dict(), "by_length": r.by_length}, "plot": r.plot}
 
 
 def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, reference) -> dict:
@@ -331,3 +366,94 @@ def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, re
                           "sha256": sha256_file(p)})
     return {"schema_version": MANIFEST_SCHEMA, "task": loaded.task.name, "outputs": list(loaded.task.outputs),
             "files": files, "golden": _golden(loaded, examples, reference)}
+
+
+SUFFIX_BACKEND = {".pte": Backend.EXECUTORCH, ".onnx": Backend.ONNX, ".ort": Backend.ORT}
+
+
+def detect_quant(path: Path) -> Quant:
+    """int8 if the artifact stores int8 weights, else fp32 (decides the default parity thresholds)."""
+    from .size import artifact_blobs
+
+    if path.suffix == ".onnx":
+        import onnx
+
+        model = onnx.load(str(path), load_external_data=False)
+        int8 = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
+        return Quant.INT8 if any(t.data_type in int8 for t in model.graph.initializer) else Quant.FP32
+    if path.suffix == ".pte":
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        pte = deserialize_pte_binary(path.read_bytes())
+        keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
+        return Quant.INT8 if any(k.startswith("scale_") for k in keys) else Quant.FP32
+    artifact_blobs(path)  # raises the clear error for unknown suffixes
+    return Quant.INT8
+
+
+def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], out: str | os.PathLike | None = None,
+                 data: str | None = None, quant: Quant | None = None, thresholds=None, task: str | None = None,
+                 max_seq_len: int | None = None, progress: Progress | None = None) -> dict:
+    """Check existing artifacts against the fp32 reference of ``source``; returns the report.
+
+    Each artifact runs in its real runtime (ExecuTorch with full program verification, ONNX Runtime).
+    With ``out``, report.json, report.md and report.html are written there (atomically). Raises
+    ParityError (exit 3) when any artifact fails its thresholds, after writing the reports.
+    """
+    from .config import Thresholds
+
+    progress = progress or Silent()
+    paths = [Path(a) for a in artifacts]
+    for p in paths:
+        if not p.is_file():
+            raise BadInputError(f"{p} does not exist; pass .pte, .onnx or .ort files")
+        if p.suffix not in SUFFIX_BACKEND:
+            raise BadInputError(f"{p.name}: parity runs .pte, .onnx and .ort files; got '{p.suffix}'")
+    quants = []
+    for p in paths:  # every artifact readable before the (slow) reference run
+        try:
+            quants.append(quant or detect_quant(p))
+        except MobileExportError:
+            raise
+        except Exception as exc:
+            raise BadInputError(f"{p.name} is not a readable {p.suffix} file ({type(exc).__name__}); "
+                                "pass an artifact written by mobile-export export") from exc
+    if out is not None:
+        out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise BadInputError(f"--out {out} is a file; pass a folder")
+    with progress.step("loading checkpoint"):
+        loaded = load_checkpoint(source, task)
+    parity_data = read_parity_file(data, labels(loaded.config)) if data else None
+    max_len = _max_len(loaded, max_seq_len)
+    examples, reference, example_labels = _parity_examples(loaded, parity_data, max_len, progress)
+    results = []
+    names = [p.name for p in paths]
+    for p, q in zip(paths, quants):
+        t = thresholds or Thresholds.default_for(q)
+        r = _check_artifact(SUFFIX_BACKEND[p.suffix], p, q, loaded, examples, reference, t, progress, example_labels)
+        if names.count(p.name) > 1:
+            r.file = str(p)
+        results.append(r)
+    report = {
+        "schema_version": REPORT_SCHEMA,
+        "tool": "mobile-export parity",
+        "versions": _versions(),
+        "model": _model_summary(loaded),
+        "options": {"quant": quant.value if quant else "auto", "task": loaded.task.name, "max_seq_len": max_len},
+        "parity_data": {"source": parity_data.source if parity_data else "built-in text", "examples": len(examples),
+                        "labelled": sum(y is not None for y in example_labels or []),
+                        "lengths": sorted({ex.length for ex in examples})},
+        "artifacts": [{**_artifact_dict(r), "path": str(p)} for r, p in zip(results, paths)],
+        "cross_runtime": cross_runtime(loaded.task, {r.file: r.outputs for r in results}),
+        "passed": all(r.parity.passed for r in results),
+    }
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "report.json", report)
+        write_reports(report, out)
+    if not report["passed"]:
+        failed = "; ".join(f"{r.file}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed)
+        where = f"; details in {out / 'report.md'}" if out is not None else ""
+        raise ParityError(f"parity check failed ({failed}){where}")
+    return report

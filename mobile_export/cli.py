@@ -62,6 +62,26 @@ def _build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--max-seq-len", type=int)
     tk.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
+    pa = sub.add_parser("parity", help="check existing .pte/.onnx/.ort files against the fp32 PyTorch reference",
+                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pa.add_argument("checkpoint", help="the checkpoint the artifacts were exported from (folder or hub id)")
+    pa.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    pa.add_argument("--data", help="one text per line, optionally label<TAB>text (default: built-in real sentences)")
+    pa.add_argument("--out", help="folder for report.json, report.md and report.html")
+    pa.add_argument("--task", help="task of the checkpoint (default: from config.architectures)")
+    pa.add_argument("--quant", choices=[q.value for q in Quant],
+                    help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)")
+    pa.add_argument("--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)")
+    pa.add_argument("--max-abs-diff", type=float, help="limit on max |logit diff|")
+    pa.add_argument("--min-agreement", type=float, help="limit on top-1 agreement, 0..1")
+    pa.add_argument("--min-sqnr", type=float, help="limit on SQNR in dB")
+    pa.add_argument("--quiet", action="store_true", help="no progress lines")
+    pa.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    rp = sub.add_parser("report", help="rewrite report.md and report.html from DIR/report.json")
+    rp.add_argument("folder", help="an export or parity output folder")
+    rp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
     sz = sub.add_parser("size", help="what an artifact's bytes are, whether sharing survived, memory, budgets",
                         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sz.add_argument("artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)")
@@ -77,21 +97,53 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _thresholds(args, quant):
+    from .config import Thresholds
+
+    if all(v is None for v in (args.max_abs_diff, args.min_agreement, args.min_sqnr)):
+        return None
+    base = Thresholds.default_for(quant)
+    return Thresholds(
+        max_abs_diff=args.max_abs_diff if args.max_abs_diff is not None else base.max_abs_diff,
+        min_agreement=args.min_agreement if args.min_agreement is not None else base.min_agreement,
+        min_sqnr_db=args.min_sqnr if args.min_sqnr is not None else base.min_sqnr_db,
+    )
+
+
+def _cmd_parity(args) -> int:
+    from .api import parity_check
+    from .config import Quant
+    from .progress import Progress, Silent
+
+    quant = Quant(args.quant) if args.quant else None
+    report = parity_check(args.checkpoint, args.artifacts, out=args.out, data=args.data, quant=quant,
+                          thresholds=_thresholds(args, quant or Quant.INT8), task=args.task,
+                          max_seq_len=args.max_seq_len, progress=Silent() if args.quiet else Progress())
+    print(_summary(report))
+    for c in report.get("cross_runtime", []):
+        agree = "n/a" if c["agreement"] is None else f"{c['agreement']:.2%}"
+        print(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")
+    if args.out:
+        print(f"wrote report.json, report.md, report.html to {args.out}")
+    return int(ExitCode.OK)
+
+
+def _cmd_report(args) -> int:
+    from .reports import regenerate
+
+    names = regenerate(Path(args.folder))
+    print(f"wrote {', '.join(names)} to {args.folder}")
+    return int(ExitCode.OK)
+
+
 def _cmd_export(args) -> int:
     from .api import export
-    from .config import Backend, ExportOptions, Quant, Thresholds
+    from .config import Backend, ExportOptions, Quant
     from .progress import Progress, Silent
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
     quant = Quant(args.quant)
-    thresholds = None
-    if any(v is not None for v in (args.max_abs_diff, args.min_agreement, args.min_sqnr)):
-        base = Thresholds.default_for(quant)
-        thresholds = Thresholds(
-            max_abs_diff=args.max_abs_diff if args.max_abs_diff is not None else base.max_abs_diff,
-            min_agreement=args.min_agreement if args.min_agreement is not None else base.min_agreement,
-            min_sqnr_db=args.min_sqnr if args.min_sqnr is not None else base.min_sqnr_db,
-        )
+    thresholds = _thresholds(args, quant)
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
                             overwrite=args.overwrite, thresholds=thresholds, data=args.data,
                             budget=args.budget, measure_memory=not args.no_memory,
@@ -114,7 +166,9 @@ def _summary(report: dict) -> str:
     if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
         lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
     for a in report["artifacts"]:
-        s = a.get("size") or {}
+        s = a.get("size")
+        if not s:
+            continue
         mem = s.get("memory")
         lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
                      f"{'preserved' if s.get('sharing_preserved') else 'NOT preserved' if s.get('sharing_preserved') is False else 'n/a'}"
@@ -254,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         from ._quiet import quiet_libraries
 
         quiet_libraries()
-    handler = {"export": _cmd_export, "tokenizer": _cmd_tokenizer, "size": _cmd_size, "list": _cmd_list}[args.command]
+    handler = {"export": _cmd_export, "parity": _cmd_parity, "report": _cmd_report, "tokenizer": _cmd_tokenizer,
+               "size": _cmd_size, "list": _cmd_list}[args.command]
     try:
         return handler(args)
     except MobileExportError as exc:

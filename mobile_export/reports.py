@@ -1,0 +1,220 @@
+"""Human reports from report.json: ``report.md`` (for a pull request) and ``report.html`` (one
+self-contained file with tables and plots, images embedded). ``mobile-export report DIR`` rewrites
+both from ``DIR/report.json``."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+
+from .errors import BadInputError
+from .fsutil import write_bytes
+
+GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
+          "pooler", "task head")
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{v:.2%}"
+
+
+def _num(v, fmt: str = ".3g") -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return format(v, fmt)
+
+
+def _artifact_rows(report: dict) -> list[list[str]]:
+    rows = []
+    for a in report["artifacts"]:
+        p = a["parity"]
+        acc = "n/a" if p.get("accuracy") is None else f"{p['accuracy']:.2%} (fp32 {p['reference_accuracy']:.2%})"
+        rows.append([a["file"], a.get("quant", "?"), f"{a['bytes']:,}", _num(p["max_abs_diff"]),
+                     _num(p["mean_abs_diff"]), _num(p["sqnr_db"], ".1f"), _num(p["min_cosine"], ".5f"),
+                     _pct(p["agreement"]), acc, "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"])])
+    return rows
+
+
+HEAD = ["artifact", "quant", "bytes", "max abs diff", "mean abs diff", "SQNR dB", "min cosine", "top-1 agreement",
+        "accuracy", "verdict"]
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) tables shared by the Markdown and HTML reports."""
+    out = [("Parity against the fp32 PyTorch reference", HEAD, _artifact_rows(report))]
+    for a in report["artifacts"]:
+        rows = [[b["bucket"], str(b["examples"]), _num(b["max_abs_diff"]), _num(b["mean_abs_diff"]),
+                 _num(b["sqnr_db"], ".1f"), _pct(b["agreement"])] for b in a["parity"].get("by_length", [])]
+        if rows:
+            out.append((f"{a['file']}: by sequence length (tokens)",
+                        ["tokens", "examples", "max abs diff", "mean abs diff", "SQNR dB", "agreement"], rows))
+    cross = report.get("cross_runtime") or []
+    if cross:
+        out.append(("Across runtimes", ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
+                    [[c["a"], c["b"], _pct(c["agreement"]), str(c["decisions"]), _num(c["max_abs_diff"])]
+                     for c in cross]))
+    worst = [[a["file"], str(w["length"]), _num(w["max_abs_diff"]), w["text"][:120]]
+             for a in report["artifacts"] for w in a["parity"].get("worst", [])]
+    if worst:
+        out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
+    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
+    if sizes:
+        rows = [[g] + [f"{a['size']['groups'][g]:,}" for a in sizes] for g in GROUPS]
+        rows.append(["format overhead"] + [f"{a['size']['overhead_bytes']:,}" for a in sizes])
+        rows.append(["deflate-compressed"] + [f"{a['size']['deflate_bytes']:,}" for a in sizes])
+        rows.append(["sharing"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes])
+        mem = [a["size"].get("memory") for a in sizes]
+        if all(mem):
+            rows.append(["peak RSS (load + run)"] + [f"{m['peak_rss_bytes'] / 2**20:.0f} MiB" for m in mem])
+            rows.append(["model RSS over runtime"] + [f"{m['model_rss_bytes'] / 2**20:.1f} MiB" for m in mem])
+        out.append(("Size (bytes)", ["part"] + [a["file"] for a in sizes], rows))
+    return out
+
+
+def _summary_lines(report: dict) -> list[str]:
+    m = report.get("model", {})
+    t = report["artifacts"][0]["parity"]["thresholds"] if report["artifacts"] else {}
+    data = report.get("parity_data", {})
+    lines = [f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
+             f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled)",
+             f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, agreement {_pct(t.get('min_agreement'))}, "
+             f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB",
+             f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**"]
+    v = report.get("versions", {})
+    lines.append("- versions: " + ", ".join(f"{k} {v[k]}" for k in ("mobile-export", "torch", "executorch",
+                                                                       "onnxruntime", "transformers") if v.get(k)))
+    return lines
+
+
+def markdown(report: dict) -> str:
+    out = ["# mobile-export parity report", ""] + _summary_lines(report) + [""]
+    for title, head, rows in _sections(report):
+        out += [f"## {title}", "", _md_table(head, rows), ""]
+    return "\n".join(out)
+
+
+def _figure_png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plots(report: dict) -> list[tuple[str, str]]:
+    """(caption, data URI) for each plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    for a in report["artifacts"]:
+        pd = a.get("plot") or {}
+        if pd.get("reference"):
+            fig, ax = plt.subplots(figsize=(4.2, 4))
+            ax.scatter(pd["reference"], pd["artifact"], s=4, alpha=0.5)
+            lo = min(min(pd["reference"]), min(pd["artifact"]))
+            hi = max(max(pd["reference"]), max(pd["artifact"]))
+            ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
+            ax.set_xlabel("fp32 PyTorch output")
+            ax.set_ylabel(f"{a['file']} output")
+            ax.set_title(f"{a['file']}: outputs vs fp32")
+            out.append((f"{a['file']}: artifact vs fp32 output values (sample of {len(pd['reference'])})", _figure_png(fig)))
+            diffs = [abs(x - y) for x, y in zip(pd["reference"], pd["artifact"])]
+            fig, ax = plt.subplots(figsize=(4.2, 3.2))
+            ax.hist(diffs, bins=40)
+            ax.set_xlabel("|artifact - fp32|")
+            ax.set_ylabel("values")
+            ax.set_title(f"{a['file']}: error histogram")
+            out.append((f"{a['file']}: distribution of absolute errors", _figure_png(fig)))
+        if pd.get("per_example"):
+            fig, ax = plt.subplots(figsize=(4.2, 3.2))
+            xs, ys = zip(*pd["per_example"])
+            ax.scatter(xs, ys, s=6, alpha=0.6)
+            ax.set_xlabel("sequence length (tokens)")
+            ax.set_ylabel("max |diff| in the example")
+            ax.set_title(f"{a['file']}: error by length")
+            out.append((f"{a['file']}: per-example max error by sequence length", _figure_png(fig)))
+    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
+    if sizes:
+        fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sizes)))
+        for i, a in enumerate(sizes):
+            left = 0
+            parts = [(g, a["size"]["groups"][g]) for g in GROUPS] + [("format overhead", a["size"]["overhead_bytes"])]
+            for j, (g, v) in enumerate(parts):
+                ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
+                left += v / 2**20
+        ax.set_yticks(range(len(sizes)), [a["file"] for a in sizes])
+        ax.set_xlabel("MiB")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
+        ax.set_title("size breakdown")
+        out.append(("size breakdown by part of the model", _figure_png(fig)))
+    return out
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;
+margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}
+th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00}figure{display:inline-block;margin:0 1em 1em 0}
+figcaption{font-size:12px;color:#555}"""
+
+
+def html_report(report: dict) -> str:
+    e = html.escape
+    verdict = "pass" if report.get("passed") else "fail"
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             "<title>mobile-export parity report</title>", f"<style>{CSS}</style></head><body>",
+             "<h1>mobile-export parity report</h1>", "<ul>"]
+    for line in _summary_lines(report):
+        text = e(line[2:]).replace("**PASS**", "<b class='pass'>PASS</b>").replace("**FAIL**", "<b class='fail'>FAIL</b>")
+        parts.append(f"<li>{text.replace('`', '')}</li>")
+    parts.append(f"</ul><p id='verdict' class='{verdict}'>verdict: {verdict.upper()}</p>")
+    for title, head, rows in _sections(report):
+        parts.append(f"<h2>{e(title)}</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
+        for r in rows:
+            parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+        parts.append("</table>")
+    figs = plots(report)
+    if figs:
+        parts.append("<h2>Plots</h2>")
+        for caption, uri in figs:
+            parts.append(f"<figure><img src='{uri}' alt='{e(caption)}'><figcaption>{e(caption)}</figcaption></figure>")
+    # Marks the page once loaded: "ok" when every plot decoded (checked by the headless-browser test).
+    parts.append("<script>window.addEventListener('load',function(){var bad=0;for(var i=0;i<document.images.length;"
+                 "i++){var im=document.images[i];if(!(im.complete&&im.naturalWidth>0))bad++;}"
+                 "document.body.setAttribute('data-rendered',bad?'broken:'+bad:'ok');});</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_reports(report: dict, dest: Path) -> list[str]:
+    """Write report.md and report.html beside report.json; returns their names."""
+    write_bytes(dest / "report.md", markdown(report).encode("utf-8"))
+    write_bytes(dest / "report.html", html_report(report).encode("utf-8"))
+    return ["report.md", "report.html"]
+
+
+def regenerate(folder: Path) -> list[str]:
+    """``mobile-export report DIR``: rebuild the human reports from DIR/report.json."""
+    path = folder / "report.json"
+    if not path.is_file():
+        raise BadInputError(f"{path} does not exist; pass a folder written by `mobile-export export` or `parity`")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        report["artifacts"]
+    except (ValueError, KeyError, TypeError):
+        raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
+    return write_reports(report, folder)

@@ -1,0 +1,113 @@
+"""Parity command and reports: metrics by length and across runtimes, a wrong artifact fails (exit 3),
+report.json/.md/.html carry the numbers, `report` regenerates them, the HTML renders in Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from mobile_export import Backend, ExportOptions, Quant, export
+from mobile_export.cli import main
+from mobile_export.parity import by_length, cross_runtime, plot_data
+from mobile_export.tasks import get_task
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_by_length_and_cross_runtime_hand_computed():
+    task = get_task("text-classification")
+    ref = [[np.array([[1.0, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[3.0, 1.0]])]]
+    act = [[np.array([[1.5, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[0.0, 1.0]])]]
+    rows = by_length(task, ref, act, [5, 20, 21])
+    assert [r["bucket"] for r in rows] == ["1-16", "17-32"]
+    short, mid = rows
+    assert short["examples"] == 1 and short["max_abs_diff"] == pytest.approx(0.5)
+    assert short["sqnr_db"] == pytest.approx(10 * np.log10(1.0 / 0.25))
+    assert mid["examples"] == 2 and mid["max_abs_diff"] == pytest.approx(3.0) and mid["agreement"] == 0.5
+    assert mid["mean_abs_diff"] == pytest.approx(3.0 / 4)
+    cross = cross_runtime(task, {"a": ref, "b": act})
+    assert cross == [{"a": "a", "b": "b", "agreement": pytest.approx(2 / 3), "decisions": 3, "max_abs_diff": 3.0}]
+    pd = plot_data(ref, act, [5, 20, 21])
+    assert pd["per_example"] == [[5, 0.5], [20, 0.0], [21, 3.0]] and len(pd["reference"]) == 6
+
+
+@pytest.fixture(scope="module")
+def onnx_export(tiny_checkpoint, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "out"
+    export(tiny_checkpoint(), out, ExportOptions(backends=(Backend.ONNX, Backend.EXECUTORCH), quant=Quant.INT8,
+                                                 measure_memory=False))
+    return out
+
+
+def test_export_writes_human_reports(onnx_export):
+    report = json.loads((onnx_export / "report.json").read_text())
+    md = (onnx_export / "report.md").read_text()
+    for a in report["artifacts"]:
+        assert a["file"] in md and f"{a['parity']['max_abs_diff']:.3g}" in md
+        assert a["parity"]["by_length"] and a["plot"]["per_example"]
+    assert report["cross_runtime"][0]["decisions"] > 0
+    assert "Across runtimes" in md and "Size (bytes)" in md and "by sequence length" in md
+    html = (onnx_export / "report.html").read_text()
+    assert html.count("<img src='data:image/png;base64,") >= 7  # 3 per artifact + size breakdown
+
+
+def test_parity_command_passes_on_its_own_checkpoint_and_report_regenerates(tiny_checkpoint, onnx_export, tmp_path,
+                                                                            capsys):
+    out = tmp_path / "p"
+    code, stdout, err = _run(["parity", str(tiny_checkpoint()), str(onnx_export / "model.onnx"),
+                              str(onnx_export / "model.pte"), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert "model.onnx vs model.pte: top-1 agreement" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["passed"] and [a["quant"] for a in report["artifacts"]] == ["int8", "int8"]
+    md = (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    (out / "report.html").unlink()
+    code, _, err = _run(["report", str(out)], capsys)
+    assert code == 0 and (out / "report.md").read_text() == md and (out / "report.html").is_file()
+
+
+def test_wrong_artifact_fails_with_exit_3(tiny_checkpoint, onnx_export, tmp_path, capsys):
+    """An artifact exported from a different checkpoint (other seed) must not pass."""
+    out = tmp_path / "p"
+    code, _, err = _run(["parity", str(tiny_checkpoint(seed=1)), str(onnx_export / "model.onnx"), "--out", str(out),
+                         "--quiet"], capsys)
+    assert code == 3
+    line = err.strip().splitlines()[-1]
+    assert "parity check failed" in line and "SQNR" in line and "report.md" in line
+    assert "FAIL" in (out / "report.md").read_text()
+    assert json.loads((out / "report.json").read_text())["passed"] is False
+
+
+def test_parity_and_report_bad_input(tiny_checkpoint, tmp_path, capsys):
+    code, _, err = _run(["parity", str(tiny_checkpoint()), str(tmp_path / "missing.onnx")], capsys)
+    assert code == 2 and "does not exist" in err
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    code, _, err = _run(["parity", str(tiny_checkpoint()), str(tmp_path / "junk.onnx")], capsys)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(["report", str(tmp_path)], capsys)
+    assert code == 2 and "report.json" in err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install chromium)")
+def test_html_report_renders_in_headless_chromium(onnx_export):
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           "--enable-logging=stderr", "--v=0", "--dump-dom", (onnx_export / "report.html").as_uri()],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'data-rendered="ok"' in proc.stdout, proc.stdout[:500]
+    assert len(re.findall(r"<img ", proc.stdout)) >= 7 and proc.stdout.count("<table>") >= 4
+    console_errors = [l for l in proc.stderr.splitlines() if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
+    assert not console_errors, console_errors
