@@ -19,7 +19,7 @@ from .size import Budget, breakdown, check_budget, peak_rss, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
 from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
-from .fsutil import make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
+from .fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
 from .reports import write_reports
@@ -245,6 +245,11 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         publish(staging, out, written)
         progress.say(f"wrote {', '.join(written)} to {out}")
         return result
+    except OSError as exc:
+        disk = disk_error(exc, out)
+        if disk is None:
+            raise
+        raise disk from exc
     finally:
         remove_staging(staging)
 
@@ -304,6 +309,9 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
     except MobileExportError:
         raise
     except Exception as exc:
+        disk = disk_error(exc, staging.parent)
+        if disk is not None:
+            raise disk from exc
         msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
         raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
                                 "rerun with --debug for the traceback") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -63,6 +64,19 @@ def prepare_destination(out: Path, overwrite: bool) -> None:
         probe.close()
     except OSError as exc:
         raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None
+
+
+_DISK_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                errno.EPERM: "permission denied"}
+
+
+def disk_error(exc: BaseException, out: Path) -> OutputError | None:
+    """An OutputError for a write failure of the destination (full, read-only, no permission), else None."""
+    if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
+        return OutputError(f"cannot write the export to {out}: {_DISK_ERRNOS[exc.errno]}; free space or choose "
+                           "another --out (nothing was written)")
+    return None
 
 
 def make_staging(out: Path) -> Path:

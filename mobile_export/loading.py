@@ -159,6 +159,43 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
     return tok, kind
 
 
+# Weights a task head may legitimately lack (freshly initialised when fine-tuning starts).
+_HEAD_KEYS = ("classifier", "qa_outputs", "predictions", "pooler", "sop_classifier")
+
+
+_FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
+
+
+def _check_dtypes(folder: Path, weights: str) -> None:
+    """Every weight in the safetensors file(s) is floating point (integer buffers like position_ids aside)."""
+    from safetensors import safe_open
+
+    files = sorted(folder.glob("model*.safetensors")) if weights.endswith(".json") else [folder / weights]
+    for f in files:
+        try:
+            with safe_open(str(f), framework="pt") as st:
+                for key in st.keys():
+                    dtype = st.get_slice(key).get_dtype()
+                    if dtype not in _FLOAT_DTYPES and not key.endswith(("position_ids", "token_type_ids")):
+                        raise CheckpointError(f"weight {key} in {f.name} has dtype {dtype}; ALBERT weights must be "
+                                              "floating point (F32/F16/BF16): the checkpoint is corrupt or not a model")
+        except CheckpointError:
+            raise
+        except Exception as exc:
+            raise CheckpointError(f"cannot load the weights {f} ({_one_line(exc)}); "
+                                  "re-download or re-save the checkpoint") from None
+
+
+def _non_finite(model) -> str | None:
+    """Name of the first parameter or buffer holding NaN/Inf, or None."""
+    import torch
+
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return name
+    return None
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
@@ -198,6 +235,8 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
             f"{config.vocab_size}: ids >= {config.vocab_size} would crash the model; use the tokenizer the "
             "model was trained with"
         )
+    if weights.startswith("model.safetensors"):
+        _check_dtypes(folder, weights)
     cls = model_class_for(spec.name)
     tf_logger = logging.getLogger("transformers.modeling_utils")
     level = tf_logger.level
@@ -216,6 +255,14 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     model = model.float().eval()
     notes = []
     missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
+    body = [k for k in missing if not any(h in k for h in _HEAD_KEYS)]
+    if body:
+        raise CheckpointError(f"{folder / weights} lacks {len(body)} encoder weights (e.g. {sorted(body)[0]}): it is not "
+                              "a complete ALBERT checkpoint; re-download it or save it with save_pretrained")
+    bad = _non_finite(model)
+    if bad:
+        raise CheckpointError(f"{folder / weights} has NaN or Inf values in {bad}: the checkpoint is corrupt; "
+                              "re-download it or re-train from the last good save")
     if missing:
         notes.append(f"{len(missing)} weights were not in the checkpoint and were freshly initialised "
                      f"(e.g. {sorted(missing)[0]}); the {spec.name} head is untrained")
