@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo train-demo test test-all clean android-junit android-test android-assets
+.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets
 
 install: $(STAMP)
 
@@ -20,6 +20,12 @@ demo: install
 	$(BIN)/python -m mobile_export.demo.data --split test --out out/demo-data/test.tsv
 	$(BIN)/mobile-export export mobile_export/demo/model --out out/demo --data out/demo-data/test.tsv \
 		--max-seq-len 128 --budget 15MB --overwrite
+
+# Latency / throughput / load time / peak RSS of the demo artifacts next to PyTorch fp32 eager
+# (numbers in BENCHMARKS.md; run on an otherwise idle machine).
+bench: demo
+	$(BIN)/mobile-export bench out/demo/model.pte out/demo/model.onnx --checkpoint mobile_export/demo/model \
+		--seq-lens 16,64,128 --threads 1,2 --json out/bench/demo.json
 
 # Retrain the demo model from scratch (about 45 minutes on 2 cores); see its README.md.
 train-demo: install

@@ -82,6 +82,16 @@ def _build_parser() -> argparse.ArgumentParser:
     rp.add_argument("folder", help="an export or parity output folder")
     rp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
+    bn = sub.add_parser("bench", help="latency, throughput, load time and memory, next to PyTorch fp32 eager",
+                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bn.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    bn.add_argument("--checkpoint", help="also measure this checkpoint in PyTorch fp32 eager (the reference)")
+    bn.add_argument("--seq-lens", default="16,64,128", help="comma-separated sequence lengths (default 16,64,128)")
+    bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
+    bn.add_argument("--json", help="also write the results to this JSON file")
+    bn.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
     sz = sub.add_parser("size", help="what an artifact's bytes are, whether sharing survived, memory, budgets",
                         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sz.add_argument("artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)")
@@ -125,6 +135,27 @@ def _cmd_parity(args) -> int:
         print(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")
     if args.out:
         print(f"wrote report.json, report.md, report.html to {args.out}")
+    return int(ExitCode.OK)
+
+
+def _cmd_bench(args) -> int:
+    from .bench import bench, table
+    from .errors import BadInputError
+
+    try:
+        seqs = [int(x) for x in args.seq_lens.split(",") if x.strip()]
+        threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    except ValueError:
+        raise BadInputError("--seq-lens and --threads take comma-separated integers, e.g. 16,64,128") from None
+    if not seqs or not threads or min(seqs) < 2 or min(threads) < 1 or args.runs < 1:
+        raise BadInputError("--seq-lens must be >= 2, --threads and --runs >= 1")
+    result = bench(args.artifacts, args.checkpoint, seqs, threads, args.runs,
+                   say=lambda m: print(m, file=sys.stderr))
+    print(table(result))
+    if args.json:
+        from .fsutil import write_json
+
+        write_json(Path(args.json), result)
     return int(ExitCode.OK)
 
 
@@ -309,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
 
         quiet_libraries()
     handler = {"export": _cmd_export, "parity": _cmd_parity, "report": _cmd_report, "tokenizer": _cmd_tokenizer,
-               "size": _cmd_size, "list": _cmd_list}[args.command]
+               "size": _cmd_size, "bench": _cmd_bench, "list": _cmd_list}[args.command]
     try:
         return handler(args)
     except MobileExportError as exc:

@@ -1,0 +1,171 @@
+"""``mobile-export bench``: latency, throughput, load time and memory of artifacts, side by side with
+the PyTorch fp32 eager model, each measured in a fresh process with a fixed thread count.
+
+Benchmarks print numbers; no test asserts a time. Method: for every (artifact, threads) one child
+process loads the artifact (load time), then per sequence length runs ``warmup`` untimed and ``runs``
+timed batch-1 calls on fixed token ids (median, p90), then 8 texts of the middle length (batch 8
+where the artifact has a dynamic batch, else 8 batch-1 calls) for throughput; peak RSS is the
+process's VmHWM after the runtime import was reset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import BadInputError
+
+_CHILD = r"""
+import json, sys, time
+import numpy as np
+kind, path, threads, seqs, runs, warmup, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+    [int(s) for s in sys.argv[4].split(",")], int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+
+import torch
+torch.set_num_threads(threads)
+if kind == "executorch":
+    from executorch.extension.pybindings import portable_lib
+    portable_lib._unsafe_reset_threadpool(threads)
+    from executorch.runtime import Runtime
+elif kind in ("onnx", "ort"):
+    import onnxruntime as ort
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+base = status("VmRSS")
+t0 = time.perf_counter()
+dynamic_batch = True
+if kind == "executorch":
+    from executorch.runtime import Verification
+    method = Runtime.get().load_program(path, verification=Verification.Minimal).load_method("forward")
+    run = lambda ids, mask, types: method.execute([torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)])
+    dynamic_batch = False
+elif kind in ("onnx", "ort"):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    run = lambda ids, mask, types: sess.run(None, dict(zip(names, (ids, mask, types))))
+else:
+    from mobile_export.loading import load_checkpoint
+    from mobile_export.reference import ExportWrapper
+    loaded = load_checkpoint(path)
+    model = ExportWrapper(loaded.model, loaded.task).eval()
+    def run(ids, mask, types):
+        with torch.no_grad():
+            return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
+load_s = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+out = {"load_seconds": round(load_s, 4), "latency_ms": {}, "dynamic_batch": dynamic_batch}
+for seq in seqs:
+    ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
+    ids[0, 0], ids[0, -1] = 2, 3
+    mask, types = np.ones_like(ids), np.zeros_like(ids)
+    for _ in range(warmup):
+        run(ids, mask, types)
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter(); run(ids, mask, types); ts.append(1000 * (time.perf_counter() - t))
+    ts.sort()
+    out["latency_ms"][str(seq)] = {"median": round(ts[len(ts) // 2], 3), "p90": round(ts[int(0.9 * (len(ts) - 1))], 3)}
+seq = seqs[len(seqs) // 2]
+ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
+mask, types = np.ones_like(ids), np.zeros_like(ids)
+def batch():
+    if dynamic_batch:
+        run(ids, mask, types)
+    else:
+        for i in range(8):
+            run(ids[i:i + 1], mask[i:i + 1], types[i:i + 1])
+batch()
+t = time.perf_counter(); n = 0
+while n < 3 or time.perf_counter() - t < 1.0:
+    batch(); n += 1
+out["throughput_texts_per_s"] = {"seq": seq, "batch": 8 if dynamic_batch else 1,
+                                 "value": round(8 * n / (time.perf_counter() - t), 2)}
+out["peak_rss_bytes"] = status("VmHWM")
+out["model_rss_bytes"] = status("VmHWM") - base
+print("BENCH " + json.dumps(out))
+"""
+
+KINDS = {".pte": "executorch", ".onnx": "onnx", ".ort": "ort"}
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu or platform.processor(), "logical_cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30,
+            warmup: int = 5) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, kind, path, str(threads), ",".join(map(str, seq_lens)),
+                           str(runs), str(warmup), str(vocab)], capture_output=True, text=True, timeout=3600,
+                          env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("BENCH ")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BadInputError(f"benchmark of {path} failed: {tail}")
+    return json.loads(lines[-1][6:])
+
+
+def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], threads: list[int], runs: int = 30,
+          vocab: int | None = None, say=print) -> dict:
+    """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count."""
+    targets = []
+    for a in artifacts:
+        p = Path(a)
+        if not p.is_file() or p.suffix not in KINDS:
+            raise BadInputError(f"{a}: pass existing .pte, .onnx or .ort files")
+        targets.append((KINDS[p.suffix], str(p), p.name))
+    if checkpoint:
+        targets.insert(0, ("torch", checkpoint, "PyTorch fp32 eager"))
+    if vocab is None:
+        vocab = 100
+        if checkpoint:
+            from .loading import read_config_dict, resolve_folder
+
+            vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
+    rows = []
+    for kind, path, name in targets:
+        for t in threads:
+            say(f"bench {name} threads={t} ...")
+            r = measure(kind, path, t, seq_lens, vocab, runs)
+            rows.append({"name": name, "kind": kind, "path": path, "threads": t, **r})
+    for row in rows:  # speed-up over eager at the same thread count and length
+        ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)
+        if ref:
+            row["speedup_vs_eager"] = {s: round(ref["latency_ms"][s]["median"] / v["median"], 2)
+                                       for s, v in row["latency_ms"].items()}
+    return {"machine": machine(), "seq_lens": seq_lens, "threads": threads, "runs": runs, "results": rows}
+
+
+def table(result: dict) -> str:
+    seqs = [str(s) for s in result["seq_lens"]]
+    head = f"{'artifact':<22}{'thr':>4}{'load s':>8}" + "".join(f"{'ms@' + s:>10}" for s in seqs) + \
+        f"{'x eager@' + seqs[-1]:>12}{'texts/s':>9}{'peak MiB':>10}"
+    lines = [head]
+    for r in result["results"]:
+        sp = (r.get("speedup_vs_eager") or {}).get(seqs[-1])
+        lines.append(f"{r['name'][:22]:<22}{r['threads']:>4}{r['load_seconds']:>8.2f}"
+                     + "".join(f"{r['latency_ms'][s]['median']:>10.2f}" for s in seqs)
+                     + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
+                     + f"{r['peak_rss_bytes'] / 2**20:>10.0f}")
+    return "\n".join(lines)
