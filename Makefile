@@ -27,7 +27,7 @@ bench: demo
 	$(BIN)/mobile-export bench out/demo/model.pte out/demo/model.onnx --checkpoint mobile_export/demo/model \
 		--seq-lens 16,64,128 --threads 1,2 --json out/bench/demo.json
 
-# Retrain the demo model from scratch (about 45 minutes on 2 cores); see its README.md.
+# Retrain the demo model from scratch (about 70 minutes on 2 idle cores); see its README.md.
 train-demo: install
 	$(BIN)/python -m mobile_export.demo.train --out mobile_export/demo/model
 

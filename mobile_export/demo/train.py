@@ -5,8 +5,8 @@
 Shape as albert_chinese_tiny: embedding 128, hidden 312, 4 layers sharing one set of weights,
 12 heads, intermediate 1248; a BERT-style character vocab.txt built from the training split.
 Recipe (ALBERT's own, shortened): masked-LM pre-training on the training split's text
-(15% of tokens: 80% [MASK], 10% random, 10% kept; ``--mlm-steps``, lr 5e-4), then supervised
-fine-tuning (lr 2e-4). Both: AdamW, linear warm-up then linear decay, gradient clipping 1.0, batch 32
+(15% of tokens: 80% [MASK], 10% random, 10% kept; ``--mlm-steps`` 4000, lr 1e-3), then supervised
+fine-tuning (5 epochs, lr 3e-4). Both: AdamW, linear warm-up then linear decay, gradient clipping 1.0, batch 32
 with length-bucketed batches (sequences padded per batch), max length 128. The fine-tuning
 checkpoint with the best validation accuracy is kept.
 """
