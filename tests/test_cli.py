@@ -121,7 +121,8 @@ def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
     assert "lowering to XNNPACK" in proc.stderr  # progress is shown
     assert "model.pte" in proc.stdout and "model.onnx" in proc.stdout
     names = {p.name for p in out.iterdir()}
-    assert names == {"model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "manifest.json"}
+    assert names == {"model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "report.md", "report.html",
+                     "manifest.json"}
     manifest = json.loads((out / "manifest.json").read_text())
     for entry in manifest["files"]:
         data = (out / entry["path"]).read_bytes()
@@ -188,9 +189,9 @@ def test_exports_are_byte_identical(tiny_checkpoint, tmp_path):
     for run in (1, 2):
         out = tmp_path / f"run{run}"
         proc = subprocess.run([sys.executable, "-m", "mobile_export", "export", str(ckpt), "--out", str(out),
-                               "--quiet"], capture_output=True, text=True, env=env, timeout=900)
+                               "--quiet", "--no-memory"], capture_output=True, text=True, env=env, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
         manifests.append({f["path"]: f["sha256"] for f in json.loads((out / "manifest.json").read_text())["files"]
-                          if f["path"] != "report.json"})  # the report holds timings
+                          if not f["path"].startswith("report.")})  # reports hold timings and RSS
     assert manifests[0] == manifests[1]
     assert {"model.pte", "model.onnx"} <= set(manifests[0])
