@@ -15,7 +15,7 @@ import torch
 from . import backends
 from .assets import labels, write_tokenizer_assets
 from .parity import by_length, cross_runtime, plot_data
-from .size import Budget, breakdown, check_budget, peak_rss, resolve_budget
+from .size import Budget, breakdown, budget_verdict, peak_rss, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
 from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
@@ -101,11 +101,15 @@ def _dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], di
     return shape, {"input_ids": dims, "attention_mask": dims, "token_type_ids": dims}
 
 
+# The config fields a report records (enough to rebuild the model's shapes, e.g. for `size`).
+SUMMARY_CONFIG_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+                       "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+                       "type_vocab_size", "hidden_act")
+
+
 def _model_summary(loaded: LoadedModel) -> dict:
     c = loaded.config
-    keys = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-            "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-            "type_vocab_size", "hidden_act", "num_labels")
+    keys = SUMMARY_CONFIG_KEYS + ("num_labels",)
     params = sum(p.numel() for p in loaded.model.parameters())  # parameters() yields shared ones once
     return {
         "source": loaded.source,
@@ -276,9 +280,7 @@ def _size_entry(path: Path, summary: dict, options: ExportOptions, int8_embeddin
     if options.measure_memory:
         entry["memory"] = peak_rss(path, min(128, max_len))
     if budget:
-        within, over = check_budget(entry, budget)
-        entry["budgets"] = [{**budget.as_dict(), "within": within, "over_bytes": max(0, over),
-                             "measured_bytes": entry["deflate_bytes"] if budget.compressed else entry["bytes"]}]
+        entry["budgets"] = [budget_verdict(entry, budget)]
     return entry
 
 

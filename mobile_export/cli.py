@@ -242,14 +242,12 @@ def _size_model_info(path: Path, checkpoint: str | None) -> tuple[dict | None, s
     import json
 
     if checkpoint:
+        from .api import SUMMARY_CONFIG_KEYS
         from .loading import read_config_dict, resolve_folder
 
         cfg = read_config_dict(resolve_folder(checkpoint))
         arch = (cfg.get("architectures") or ["AlbertModel"])[0]
-        keys = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-                "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-                "type_vocab_size", "hidden_act")
-        config = {k: cfg[k] for k in keys if k in cfg}
+        config = {k: cfg[k] for k in SUMMARY_CONFIG_KEYS if k in cfg}
         config["num_labels"] = len(cfg.get("id2label") or {}) or 2
         return {"config": config, "architecture": arch}, None, True
     report = path.parent / "report.json"
@@ -264,7 +262,7 @@ def _cmd_size(args) -> int:
     import json
 
     from .errors import BadInputError
-    from .size import breakdown, check_budget, format_entry, peak_rss, resolve_budget
+    from .size import breakdown, budget_verdict, format_entry, peak_rss, resolve_budget
 
     budgets = [resolve_budget(b) for b in args.budget or []]
     entries = []
@@ -276,10 +274,7 @@ def _cmd_size(args) -> int:
         entry = breakdown(path, info, args.quant or quant or "int8", emb)
         if not args.no_memory:
             entry["memory"] = peak_rss(path, min(128, int((info or {}).get("config", {}).get("max_position_embeddings") or 128)))
-        entry["budgets"] = []
-        for b in budgets:
-            within, over = check_budget(entry, b)
-            entry["budgets"].append({**b.as_dict(), "within": within, "over_bytes": max(0, over)})
+        entry["budgets"] = [budget_verdict(entry, b) for b in budgets]
         entries.append(entry)
     if args.json:
         print(json.dumps(entries, indent=2))

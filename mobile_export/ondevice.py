@@ -134,21 +134,18 @@ def _grapheme_classes() -> dict:
     return {"extend": _ranges(extend), "prepend": _ranges(prepend), "control": _ranges(control)}
 
 
-def _added_tokens(spec: dict) -> list[dict]:
-    tokens = []
+def _check_added_tokens(spec: dict) -> None:
     for tok in spec.get("added_tokens", []):
         if tok.get("normalized") or tok.get("single_word"):
             raise UnsupportedError(
                 f"added token {tok['content']!r} is normalized or single_word, which the on-device tokenizer "
                 "does not reproduce; remove it from the tokenizer or export without the app assets")
-        tokens.append(tok)
-    return tokens
 
 
 def on_device_spec(tokenizer) -> tuple[dict, dict]:
     """(tokenizer.json dict, char_table dict) for ``tokenizer``; UnsupportedError if Java cannot match it."""
     spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    _added_tokens(spec)
+    _check_added_tokens(spec)
     model = spec.get("model") or {}
     norm = spec.get("normalizer") or {}
     table: dict = {"schema_version": TABLE_SCHEMA}

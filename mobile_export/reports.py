@@ -13,9 +13,8 @@ from pathlib import Path
 
 from .errors import BadInputError
 from .fsutil import write_bytes
+from .size import GROUPS
 
-GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
-          "pooler", "task head")
 
 
 def _pct(v) -> str:

@@ -307,10 +307,11 @@ def peak_rss(path: Path, seq_len: int = 128) -> dict:
             "runtime_baseline_bytes": r["baseline_kb"] * kib}
 
 
-def check_budget(entry: dict, budget: Budget) -> tuple[bool, int]:
-    """(within, bytes over) for one artifact's size entry."""
+def budget_verdict(entry: dict, budget: Budget) -> dict:
+    """The budget, what was measured against it (compressed or file size), and whether it fits."""
     measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
-    return measured <= budget.bytes, measured - budget.bytes
+    return {**budget.as_dict(), "within": measured <= budget.bytes, "over_bytes": max(0, measured - budget.bytes),
+            "measured_bytes": measured}
 
 
 # --------------------------------------------------------------------------------------------- text
