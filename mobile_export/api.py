@@ -383,22 +383,23 @@ SUFFIX_BACKEND = {".pte": Backend.EXECUTORCH, ".onnx": Backend.ONNX, ".ort": Bac
 
 def detect_quant(path: Path) -> Quant:
     """int8 if the artifact stores int8 weights, else fp32 (decides the default parity thresholds)."""
-    from .size import artifact_blobs
+    import onnx
 
+    int8 = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}  # the ORT format uses the same type codes
     if path.suffix == ".onnx":
-        import onnx
-
         model = onnx.load(str(path), load_external_data=False)
-        int8 = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}
         return Quant.INT8 if any(t.data_type in int8 for t in model.graph.initializer) else Quant.FP32
+    if path.suffix == ".ort":
+        from .size import ort_initializers
+
+        return Quant.INT8 if any(t.DataType() in int8 for t in ort_initializers(path)) else Quant.FP32
     if path.suffix == ".pte":
         from executorch.exir._serialize._program import deserialize_pte_binary
 
         pte = deserialize_pte_binary(path.read_bytes())
         keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
         return Quant.INT8 if any(k.startswith("scale_") for k in keys) else Quant.FP32
-    artifact_blobs(path)  # raises the clear error for unknown suffixes
-    return Quant.INT8
+    raise BadInputError(f"{path.name}: parity runs .pte, .onnx and .ort files; got '{path.suffix}'")
 
 
 def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], out: str | os.PathLike | None = None,

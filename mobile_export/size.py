@@ -99,18 +99,17 @@ def _onnx_blobs(path: Path) -> tuple[list[bytes], int]:
     return [b for b in blobs if len(b) > 16], 0
 
 
-def _ort_blobs(path: Path) -> tuple[list[bytes], int]:
-    """Initializers of an ORT-format model (flatbuffer), via ONNX Runtime's own schema reader."""
+def ort_initializers(path: Path):
+    """Initializer tensors (flatbuffer tables) of an ORT-format model, subgraphs included, read with
+    ONNX Runtime's own schema reader."""
     from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
 
-    buf = path.read_bytes()
-    session = InferenceSession.InferenceSession.GetRootAs(buf, 0)
-    blobs, stack = [], [session.Model().Graph()]
+    session = InferenceSession.InferenceSession.GetRootAs(path.read_bytes(), 0)
+    stack = [session.Model().Graph()]
     while stack:
         graph = stack.pop()
         for i in range(graph.InitializersLength()):
-            t = graph.Initializers(i)
-            blobs.append(t.RawDataAsNumpy().tobytes() if t.RawDataLength() else b"")
+            yield graph.Initializers(i)
         for n in range(graph.NodesLength()):
             node = graph.Nodes(n)
             for a in range(node.AttributesLength()):
@@ -119,6 +118,10 @@ def _ort_blobs(path: Path) -> tuple[list[bytes], int]:
                     stack.append(attr.G())
                 for g in range(attr.GraphsLength()):
                     stack.append(attr.Graphs(g))
+
+
+def _ort_blobs(path: Path) -> tuple[list[bytes], int]:
+    blobs = [t.RawDataAsNumpy().tobytes() for t in ort_initializers(path) if t.RawDataLength()]
     return [b for b in blobs if len(b) > 16], 0
 
 

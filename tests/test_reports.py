@@ -111,3 +111,15 @@ def test_html_report_renders_in_headless_chromium(onnx_export):
     assert len(re.findall(r"<img ", proc.stdout)) >= 7 and proc.stdout.count("<table>") >= 4
     console_errors = [l for l in proc.stderr.splitlines() if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
     assert not console_errors, console_errors
+
+
+def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
+    """Default parity thresholds follow what the file stores, for every format (fp32 gets the strict ones)."""
+    from mobile_export.api import detect_quant
+
+    for quant in (Quant.INT8, Quant.FP32):
+        out = tmp_path / quant.value
+        export(tiny_checkpoint(), out, ExportOptions(backends=(Backend.ONNX, Backend.ORT), quant=quant,
+                                                     measure_memory=False))
+        assert detect_quant(out / "model.onnx") is quant
+        assert detect_quant(out / "model.ort") is quant
