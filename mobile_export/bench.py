@@ -135,6 +135,9 @@ def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], thr
         if not p.is_file() or p.suffix not in KINDS:
             raise BadInputError(f"{a}: pass existing .pte, .onnx or .ort files")
         targets.append((KINDS[p.suffix], str(p), p.name))
+    names = [t[2] for t in targets]
+    targets = [(k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name)
+               for k, path, name in targets]  # same file name from different exports: say which
     if checkpoint:
         targets.insert(0, ("torch", checkpoint, "PyTorch fp32 eager"))
     if vocab is None:
