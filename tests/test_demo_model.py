@@ -40,7 +40,7 @@ def test_fp32_test_accuracy_matches_model_card():
         right += int(np.sum(pred == np.array([y for _, y in chunk])))
     accuracy = right / len(rows)
     assert accuracy == pytest.approx(METRICS["test_accuracy_fp32"], abs=1e-9)
-    assert accuracy >= 0.80  # a trained model (chance is 52%); the card's 85% target is not met yet
+    assert accuracy >= 0.83  # a trained model (chance is 52%); the card's 85% target is not met yet
 
 
 def test_int8_artifacts_keep_accuracy_on_test_split(tmp_path):
