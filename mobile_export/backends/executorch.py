@@ -81,10 +81,7 @@ def _xnnpack_encoder_forward(self, hidden_states, attention_mask=None, **kwargs)
     states stay ``[1, S, 1, hidden]`` through all layers (no reshapes inside a layer)."""
     from transformers.modeling_outputs import BaseModelOutput
 
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            attention_mask = torch.zeros(attention_mask.shape, dtype=hidden_states.dtype).masked_fill(
-                ~attention_mask, torch.finfo(hidden_states.dtype).min)
+    if attention_mask is not None:  # ExportWrapper's additive [1, 1, 1, S] float mask
         attention_mask = attention_mask[0]
     hidden = self.embedding_hidden_mapping_in(hidden_states)
     width = hidden.shape[-1]
@@ -163,18 +160,12 @@ def short_constant_keys():
     .pte. The keys only need to be unique within one file; ExecuTorch's named-data store refuses one
     key for two different blobs, so a collision would fail the export, never corrupt it.
     """
-    try:
-        from executorch.backends.xnnpack.operators import node_visitor
-    except ImportError:  # pragma: no cover - layout of another ExecuTorch version
-        yield False
-        return
-    original = getattr(node_visitor, "hashlib", None)
-    if original is None:  # pragma: no cover
-        yield False
-        return
+    from executorch.backends.xnnpack.operators import node_visitor
+
+    original = node_visitor.hashlib
     node_visitor.hashlib = _ShortSha256
     try:
-        yield True
+        yield
     finally:
         node_visitor.hashlib = original
 
