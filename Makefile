@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt
 demo: install
 	$(BIN)/python -m mobile_export.demo.data --split test --out out/demo-data/test.tsv
 	$(BIN)/mobile-export export mobile_export/demo/model --out out/demo --data out/demo-data/test.tsv \
-		--max-seq-len 128 --budget 15MB --overwrite
+		--budget 15MB --overwrite
 
 # Latency / throughput / load time / peak RSS of the demo artifacts next to PyTorch fp32 eager
 # (numbers in BENCHMARKS.md; run on an otherwise idle machine).
@@ -32,8 +32,8 @@ train-demo: install
 	$(BIN)/python -m mobile_export.demo.train --out out/train-demo --pretrain-only \
 		--mlm-steps 4000 --mlm-lr 1e-3 --mlm-warmup 400 --mlm-save out/train-demo/encoder.safetensors
 	$(BIN)/python -m mobile_export.demo.train --out mobile_export/demo/model \
-		--mlm-load out/train-demo/encoder.safetensors --lr 3e-4 --warmup 200 --epochs 5 \
-		--eval-every 150 --ema 0.998 --distill 0.5 --threads 1
+		--mlm-load out/train-demo/encoder.safetensors --max-len 256 --lr 3e-4 --warmup 200 --epochs 5 \
+		--eval-every 150 --ema 0.998 --distill 0.7 --teacher-ngram 5 --teacher-c 8 --teacher-window --threads 1
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -51,7 +51,7 @@ CORE_BUILD := $(CORE)/build
 android-junit: install
 	@command -v javac >/dev/null || { echo "javac not found: apt-get install -y default-jdk-headless junit4 libandroid-json-java" >&2; exit 2; }
 	rm -rf $(CORE_BUILD)/junit
-	$(BIN)/mobile-export tokenizer mobile_export/demo/model --out $(CORE_BUILD)/test-assets --max-seq-len 128 >/dev/null
+	$(BIN)/mobile-export tokenizer mobile_export/demo/model --out $(CORE_BUILD)/test-assets >/dev/null
 	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(JUNIT_CP) -d $(CORE_BUILD)/junit \
 		$$(find $(CORE)/src/main/java $(CORE)/src/test/java -name '*.java')
 	java -Dmobileexport.assets=$(CORE_BUILD)/test-assets -cp $(CORE_BUILD)/junit:$(JAVA_CP):$(JUNIT_CP) \

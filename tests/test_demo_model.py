@@ -30,17 +30,18 @@ def test_fp32_test_accuracy_matches_model_card():
     loaded = load_checkpoint(MODEL_DIR)
     assert loaded.tokenizer_kind == "wordpiece" and loaded.task.name == "text-classification"
     assert loaded.config.num_hidden_layers == 4 and loaded.config.num_hidden_groups == 1
+    assert loaded.config.max_position_embeddings == METRICS["max_len"]
     rows = load_reviews()["test"]
     right = 0
     for start in range(0, len(rows), 64):
         chunk = rows[start:start + 64]
-        enc = loaded.tokenizer([t for t, _ in chunk], truncation=True, max_length=128, padding=True,
+        enc = loaded.tokenizer([t for t, _ in chunk], truncation=True, max_length=METRICS["max_len"], padding=True,
                                return_tensors="pt")
         pred = loaded.model(**enc).logits.argmax(-1).numpy()
         right += int(np.sum(pred == np.array([y for _, y in chunk])))
     accuracy = right / len(rows)
     assert accuracy == pytest.approx(METRICS["test_accuracy_fp32"], abs=1e-9)
-    assert accuracy >= 0.83  # a trained model (chance is 52%); the card's 85% target is not met yet
+    assert accuracy >= 0.84  # a trained model (chance is 52%); the card's 85% target is not met yet
 
 
 def test_int8_artifacts_keep_accuracy_on_test_split(tmp_path):
@@ -48,7 +49,7 @@ def test_int8_artifacts_keep_accuracy_on_test_split(tmp_path):
     data = tmp_path / "test.tsv"
     n = write_split("test", data)
     assert n >= 1000
-    result = export(MODEL_DIR, tmp_path / "out", ExportOptions(quant=Quant.INT8, data=str(data), max_seq_len=128))
+    result = export(MODEL_DIR, tmp_path / "out", ExportOptions(quant=Quant.INT8, data=str(data)))
     assert {a.backend for a in result.artifacts} == {Backend.EXECUTORCH, Backend.ONNX}
     for art in result.artifacts:
         p = art.parity

