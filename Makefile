@@ -25,7 +25,7 @@ demo: install
 # (numbers in BENCHMARKS.md; run on an otherwise idle machine).
 bench: demo
 	$(BIN)/mobile-export bench out/demo/model.pte out/demo/model.onnx --checkpoint mobile_export/demo/model \
-		--seq-lens 16,64,128 --threads 1,2 --json out/bench/demo.json
+		--seq-lens 16,64,128,256 --threads 1,2 --json out/bench/demo.json
 
 # Retrain the demo model (two commands, about two hours on 2 cores); see its README.md.
 train-demo: install
