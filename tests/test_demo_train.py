@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
-from safetensors.torch import save_file
 from transformers import AlbertConfig, AlbertModel
 
-from mobile_export.demo.train import _load_encoder, build_vocab
+from mobile_export.demo.train import _load_encoder, _save_encoder, build_vocab
 
 
 def _encoder(positions: int) -> AlbertModel:
@@ -19,7 +18,7 @@ def _encoder(positions: int) -> AlbertModel:
 def test_encoder_from_shorter_pretraining_repeats_its_positions(tmp_path):
     short, long = _encoder(8), _encoder(20)
     path = tmp_path / "enc.safetensors"
-    save_file({k: v.contiguous() for k, v in short.state_dict().items()}, str(path))
+    _save_encoder(short, str(path))
     missing = _load_encoder(long, str(path))
     assert missing == []
     have = short.embeddings.position_embeddings.weight
@@ -32,7 +31,7 @@ def test_encoder_from_shorter_pretraining_repeats_its_positions(tmp_path):
 def test_encoder_of_the_same_length_loads_unchanged(tmp_path):
     a, b = _encoder(8), _encoder(8)
     path = tmp_path / "enc.safetensors"
-    save_file({k: v.contiguous() for k, v in a.state_dict().items()}, str(path))
+    _save_encoder(a, str(path))
     _load_encoder(b, str(path))
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(va, vb), k

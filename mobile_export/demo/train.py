@@ -63,6 +63,13 @@ def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
     return vocab + cont
 
 
+def _save_encoder(module, path: str) -> None:
+    """Save an encoder's weights (safetensors), the file ``_load_encoder`` reads."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, path)
+
+
 def _load_encoder(module, path: str) -> list[str]:
     """Load a saved encoder (safetensors) into ``module``; returns the missing keys.
 
@@ -268,9 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         missing = model.albert.load_state_dict(mlm.albert.state_dict(), strict=False)
         assert set(missing.missing_keys) <= {"pooler.weight", "pooler.bias"}, missing
         if a.mlm_save:
-            from safetensors.torch import save_file
-
-            save_file({k: v.contiguous() for k, v in mlm.albert.state_dict().items()}, a.mlm_save)
+            _save_encoder(mlm.albert, a.mlm_save)
         del mlm
     if a.pretrain_only:
         (out / "pretraining_metrics.json").write_text(json.dumps(
