@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from transformers import AlbertConfig, AlbertModel
 
-from mobile_export.demo.train import _load_encoder, _save_encoder, build_vocab
+import random
+
+from mobile_export.demo.train import MASK_CHAR, _load_encoder, _save_encoder, _teacher_probs, augment_text, build_vocab
 
 
 def _encoder(positions: int) -> AlbertModel:
@@ -42,3 +44,32 @@ def test_vocab_starts_with_the_bert_specials_and_spells_latin_words():
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert "好" in vocab and "吃" in vocab and "的" not in vocab
     assert "o" in vocab and "##o" in vocab and "##好" not in vocab
+
+
+def test_augmented_copy_is_a_span_of_the_review_with_some_characters_masked():
+    rng = random.Random(0)
+    text = "这家餐厅的菜真好吃，服务也很周到，下次还会再来。" * 3
+    copies = [augment_text(text, rng) for _ in range(200)]
+    masked = sum(c.count(MASK_CHAR) for c in copies) / sum(len(c) for c in copies)
+    assert 0.06 < masked < 0.14
+    cropped = [c for c in copies if len(c) < len(text)]
+    assert 30 < len(cropped) < 90  # about 30% are cut to a span
+    for c in copies:
+        assert len(c) >= len(text) // 3
+        pattern = c.replace(MASK_CHAR, ".")
+        assert any(all(p == "." or p == t for p, t in zip(pattern, text[s:s + len(c)]))
+                   for s in range(len(text) - len(c) + 1)), c
+    assert augment_text(text, random.Random(1)) == augment_text(text, random.Random(1))
+
+
+def test_teacher_labels_augmented_copies_with_a_fold_that_did_not_see_the_review():
+    good, bad = ["真好吃", "很好", "不错，喜欢", "好用", "满意"], ["太差", "很差劲", "不好，失望", "难用", "垃圾"]
+    rows = [(g + str(i), 1) for i, g in enumerate(good * 4)] + [(b + str(i), 0) for i, b in enumerate(bad * 4)]
+    extra = [[t + "！", t[:2]] for t, _ in rows]
+    probs, extra_probs = _teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5, extra=extra)
+    assert len(probs) == len(rows) and [len(e) for e in extra_probs] == [2] * len(rows)
+    right = sum(int((e[1] > 0.5) == (y == 1)) for (_, y), ex in zip(rows, extra_probs) for e in ex)
+    assert right / (2 * len(rows)) > 0.9
+    assert all(abs(sum(e) - 1) < 1e-6 for ex in extra_probs for e in ex)
+    plain, none = _teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5)
+    assert plain == probs and none == [[] for _ in rows]

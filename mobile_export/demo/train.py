@@ -90,11 +90,30 @@ def _load_encoder(module, path: str) -> list[str]:
     return list(result.missing_keys)
 
 
+MASK_CHAR = "\ue000"  # a masked character in augmented text: [MASK] for the student, an unknown char for the teacher
+
+
+def augment_text(text: str, rng: random.Random, crop: float = 0.3, mask: float = 0.1) -> str:
+    """A perturbed copy of a review for teacher-labelled training (as Tang et al., 2019, distilled BERT).
+
+    With probability ``crop`` keep only a random contiguous span (at least a third of the text), then
+    replace each character with ``MASK_CHAR`` with probability ``mask``.
+    """
+    if crop and len(text) > 4 and rng.random() < crop:
+        n = rng.randint(max(2, len(text) // 3), len(text))
+        start = rng.randint(0, len(text) - n)
+        text = text[start:start + n]
+    return "".join(MASK_CHAR if not ch.isspace() and rng.random() < mask else ch for ch in text)
+
+
 def _teacher_probs(rows: list[tuple[str, int]], seed: int, ngram: int = 3, c: float = 4.0,
-                   window: int | None = None, folds: int = 5) -> list[list[float]]:
+                   window: int | None = None, folds: int = 5,
+                   extra: list[list[str]] | None = None) -> tuple[list[list[float]], list[list[list[float]]]]:
     """Out-of-fold [p(negative), p(positive)] for each training review from a char n-gram TF-IDF + LR.
 
     ``window``: the teacher reads only the first ``window`` characters (what the student sees).
+    ``extra[i]``: other texts (augmented copies of review i), labelled by the same fold's teacher, one that
+    did not see review i. Returns (probabilities of the reviews, probabilities of their extra texts).
     """
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -104,13 +123,20 @@ def _teacher_probs(rows: list[tuple[str, int]], seed: int, ngram: int = 3, c: fl
     y = np.array([label for _, label in rows])
     fold = np.random.default_rng(seed).permutation(len(rows)) % folds
     out = np.zeros((len(rows), 2))
+    out_extra: list[list[list[float]]] = [[] for _ in rows]
     for k in range(folds):
         fit, held = fold != k, fold == k
         vec = TfidfVectorizer(analyzer="char", ngram_range=(1, ngram), sublinear_tf=True, min_df=2)
         x = vec.fit_transform([t for t, f in zip(texts, fit) if f])
         clf = LogisticRegression(C=c, max_iter=2000).fit(x, y[fit])
         out[held] = clf.predict_proba(vec.transform([t for t, h in zip(texts, held) if h]))
-    return out.tolist()
+        if extra:
+            idx = [i for i in np.flatnonzero(held) for _ in extra[i]]
+            flat = [e[:window] for i in np.flatnonzero(held) for e in extra[i]]
+            if flat:
+                for i, pr in zip(idx, clf.predict_proba(vec.transform(flat)).tolist()):
+                    out_extra[i].append(pr)
+    return out.tolist(), out_extra
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,10 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--teacher-c", type=float, default=4.0, help="the teacher's inverse L2 regularisation strength")
     p.add_argument("--teacher-window", action="store_true",
                    help="the teacher reads only the first max-len - 2 characters of a review, as the student does")
+    p.add_argument("--augment", type=int, default=0,
+                   help="add this many perturbed copies of each training review (random span, 10%% of characters "
+                        "masked), trained on the teacher's soft labels only (needs --distill)")
+    p.add_argument("--order-seed", type=int,
+                   help="seed of the data order and dropout during fine-tuning (default: --seed); the model's "
+                        "initialisation still follows --seed")
     p.add_argument("--ema", type=float, default=0.0,
                    help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
                         "the best of raw and averaged weights on validation is kept")
     a = p.parse_args(argv)
+    if a.augment and not a.distill:
+        p.error("--augment needs --distill (augmented copies are trained on the teacher's labels)")
 
     torch.manual_seed(a.seed)
     random.seed(a.seed)
@@ -286,12 +320,28 @@ def main(argv: list[str] | None = None) -> int:
 
     teacher = None
     if a.distill > 0:
-        teacher = _teacher_probs(splits["train"], a.seed, a.teacher_ngram, a.teacher_c,
-                                 a.max_len - 2 if a.teacher_window else None)
+        window = a.max_len - 2 if a.teacher_window else None
+        aug_rng = random.Random(a.seed)
+        extra_texts = [[augment_text(t, aug_rng) for _ in range(a.augment)] for t, _ in splits["train"]] \
+            if a.augment else None
+        teacher, extra_probs = _teacher_probs(splits["train"], a.seed, a.teacher_ngram, a.teacher_c, window,
+                                              extra=extra_texts)
         data["train"] = [(ids, y, tuple(pr)) for (ids, y), pr in zip(data["train"], teacher)]
         print(f"teacher (out-of-fold) accuracy on train: "
               f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
               flush=True)
+        if a.augment:
+            flat = [(t.replace(MASK_CHAR, tok.mask_token), y, pr)
+                    for texts, probs, (_, y) in zip(extra_texts, extra_probs, splits["train"])
+                    for t, pr in zip(texts, probs)]
+            enc = tok([t for t, _, _ in flat], truncation=True, max_length=a.max_len)["input_ids"]
+            # label -1: no hard label, the loss is the teacher's soft labels alone
+            data["train"] += [(ids, -1, tuple(pr)) for ids, (_, _, pr) in zip(enc, flat)]
+            print(f"augmented copies: {len(flat)}", flush=True)
+    order_seed = a.seed if a.order_seed is None else a.order_seed
+    if a.order_seed is not None:
+        random.seed(order_seed)
+        torch.manual_seed(order_seed)
 
     steps_per_epoch = math.ceil(len(data["train"]) / a.batch_size)
     total = int(steps_per_epoch * a.epochs)
@@ -317,8 +367,10 @@ def main(argv: list[str] | None = None) -> int:
             logits = model(input_ids=ids, attention_mask=mask).logits
             if isinstance(y, tuple):
                 y, soft = y
-                loss = (1 - a.distill) * torch.nn.functional.cross_entropy(logits, y) \
-                    - a.distill * (soft * torch.log_softmax(logits, -1)).sum(-1).mean()
+                soft_ce = -(soft * torch.log_softmax(logits, -1)).sum(-1)
+                hard = y >= 0
+                hard_ce = torch.nn.functional.cross_entropy(logits, y.clamp(min=0), reduction="none")
+                loss = torch.where(hard, (1 - a.distill) * hard_ce + a.distill * soft_ce, soft_ce).mean()
             else:
                 loss = torch.nn.functional.cross_entropy(logits, y)
             update(model, loss, opt, sched)
@@ -346,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best_step,
                "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
                "validation_accuracy": best, "test_accuracy_fp32": test,
-               "best_weights": best_kind, "ema": a.ema, "distill": a.distill,
+               "best_weights": best_kind, "ema": a.ema, "distill": a.distill, "augment": a.augment,
+               "order_seed": order_seed,
                "teacher": {"ngram": a.teacher_ngram, "c": a.teacher_c, "window": a.teacher_window} if a.distill else None,
                "mlm_loaded": bool(a.mlm_load), "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
                "split_sizes": {k: len(v) for k, v in data.items()}, "vocab_size": len(vocab),
