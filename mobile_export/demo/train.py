@@ -12,8 +12,9 @@ fine-tuning (5 epochs, lr 3e-4). Both: AdamW, linear warm-up then linear decay, 
 with length-bucketed batches (sequences padded per batch), max length ``--max-len`` (128; an
 encoder loaded at a longer length repeats its position embeddings to fill the table). The fine-tuning
 checkpoint with the best validation accuracy is kept. Options add a second pre-training phase
-(``--mlm-init``, ``--mlm-extra``), a moving average of the weights (``--ema``) and soft labels from an
-out-of-fold char n-gram TF-IDF teacher (``--distill``).
+(``--mlm-init``, ``--mlm-extra``), a moving average of the weights (``--ema``), soft labels from an
+out-of-fold char n-gram TF-IDF teacher (``--distill``), teacher-labelled perturbed copies of the reviews
+(``--augment``) and a data-order seed apart from the initialisation's (``--order-seed``).
 """
 
 from __future__ import annotations
