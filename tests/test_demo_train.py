@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import torch
 from transformers import AlbertConfig, AlbertModel
-
-import random
 
 from mobile_export.demo.train import MASK_CHAR, _load_encoder, _save_encoder, _teacher_probs, augment_text, build_vocab
 

@@ -131,12 +131,10 @@ def _teacher_probs(rows: list[tuple[str, int]], seed: int, ngram: int = 3, c: fl
         x = vec.fit_transform([t for t, f in zip(texts, fit) if f])
         clf = LogisticRegression(C=c, max_iter=2000).fit(x, y[fit])
         out[held] = clf.predict_proba(vec.transform([t for t, h in zip(texts, held) if h]))
-        if extra:
-            idx = [i for i in np.flatnonzero(held) for _ in extra[i]]
-            flat = [e[:window] for i in np.flatnonzero(held) for e in extra[i]]
-            if flat:
-                for i, pr in zip(idx, clf.predict_proba(vec.transform(flat)).tolist()):
-                    out_extra[i].append(pr)
+        pairs = [(i, e[:window]) for i in np.flatnonzero(held) for e in extra[i]] if extra else []
+        if pairs:
+            for (i, _), pr in zip(pairs, clf.predict_proba(vec.transform([e for _, e in pairs])).tolist()):
+                out_extra[i].append(pr)
     return out.tolist(), out_extra
 
 
@@ -332,13 +330,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
               flush=True)
         if a.augment:
-            flat = [(t.replace(MASK_CHAR, tok.mask_token), y, pr)
-                    for texts, probs, (_, y) in zip(extra_texts, extra_probs, splits["train"])
-                    for t, pr in zip(texts, probs)]
-            enc = tok([t for t, _, _ in flat], truncation=True, max_length=a.max_len)["input_ids"]
             # label -1: no hard label, the loss is the teacher's soft labels alone
-            data["train"] += [(ids, -1, tuple(pr)) for ids, (_, _, pr) in zip(enc, flat)]
-            print(f"augmented copies: {len(flat)}", flush=True)
+            copies = encode([(t.replace(MASK_CHAR, tok.mask_token), -1) for texts in extra_texts for t in texts])
+            probs = [pr for per_review in extra_probs for pr in per_review]
+            data["train"] += [(ids, y, tuple(pr)) for (ids, y), pr in zip(copies, probs)]
+            print(f"augmented copies: {len(copies)}", flush=True)
     order_seed = a.seed if a.order_seed is None else a.order_seed
     if a.order_seed is not None:
         random.seed(order_seed)
