@@ -170,9 +170,110 @@ def short_constant_keys():
         node_visitor.hashlib = original
 
 
+# The .pte's calling convention (recorded in the manifest): ALBERT's layers share weights, so the
+# program holds the shared layer once as its own method and the caller runs it once per layer.
+EMBED_METHOD = "embed"
+HEAD_METHOD = "head"
+SCHEDULE_METHOD = "layer_schedule"
+GROUP_METHOD = "layer_group_{}"
+CALLING_CONVENTION = {
+    "name": "albert-layer-loop/1",
+    "methods": {
+        EMBED_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> (hidden float32 [1, S, 1, H], "
+                      "mask float32 [1, 1, S] additive)",
+        GROUP_METHOD.format("G"): "(hidden, mask) -> hidden: layer group G (ALBERT's shared layer)",
+        HEAD_METHOD: "(hidden) -> the task's outputs",
+        SCHEDULE_METHOD: "() -> one int per layer: which layer_group_G runs at that depth",
+    },
+    "loop": "hidden, mask = embed(ids, mask, types); for g in layer_schedule(): hidden = layer_group_g(hidden, mask); "
+            "outputs = head(hidden)",
+    "why": "every method's XNNPACK weights are packed once when the method loads: one method per shared layer "
+           "keeps one packed copy in RAM however many layers run",
+}
+
+
+def layer_schedule(config) -> list[int]:
+    """Which layer group runs at each depth (transformers' AlbertTransformer rule)."""
+    layers, groups = config.num_hidden_layers, config.num_hidden_groups
+    return [int(i / (layers / groups)) for i in range(layers)]
+
+
+class _Embed(torch.nn.Module):
+    """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
+
+    def __init__(self, base: torch.nn.Module) -> None:
+        super().__init__()
+        self.embeddings = base.embeddings
+        self.project = base.encoder.embedding_hidden_mapping_in
+        self.width = base.config.hidden_size
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
+        mask = (1.0 - attention_mask[:, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
+        return hidden.view(1, -1, 1, self.width), mask
+
+
+class _Group(torch.nn.Module):
+    def __init__(self, group: torch.nn.Module) -> None:
+        super().__init__()
+        self.group = group
+
+    def forward(self, hidden, mask):
+        return self.group(hidden, mask)
+
+
+class _Given(torch.nn.Module):
+    """Stands in for the embeddings (returns ``inputs_embeds``) or the encoder (returns the hidden
+    states it is given) so that the head runs exactly as transformers wrote it."""
+
+    def __init__(self, width: int | None = None) -> None:
+        super().__init__()
+        self.width = width
+
+    def forward(self, hidden=None, *args, inputs_embeds=None, **kwargs):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        if self.width is None:
+            return inputs_embeds
+        return BaseModelOutput(last_hidden_state=hidden.view(1, -1, self.width))
+
+
+class _Head(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, output_names: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.output_names = output_names
+
+    def forward(self, hidden):
+        mask = torch.zeros_like(hidden[:, :, 0, :1]).view(1, 1, 1, -1)  # nothing masked: the layers did it
+        out = self.model(inputs_embeds=hidden, attention_mask=mask)
+        return tuple(out[name] for name in self.output_names)
+
+
+def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int]]:
+    """The XNNPACK-friendly copy of ``wrapper`` cut into methods: embed, one per layer group, head."""
+    import copy
+
+    friendly, _ = xnnpack_friendly(wrapper, quant)
+    model = friendly.model
+    base = model.base_model
+    methods: dict[str, torch.nn.Module] = {EMBED_METHOD: _Embed(base)}
+    for g, group in enumerate(base.encoder.albert_layer_groups):
+        methods[GROUP_METHOD.format(g)] = _Group(group)
+    # shallow copies: the head's own modules are shared with the model, not copied
+    head_base = copy.copy(base)
+    head_base._modules = dict(base._modules, embeddings=_Given(), encoder=_Given(base.config.hidden_size))
+    head_model = head_base
+    if model is not base:
+        head_model = copy.copy(model)
+        head_model._modules = dict(model._modules, **{model.base_model_prefix: head_base})
+    methods[HEAD_METHOD] = _Head(head_model, tuple(wrapper.output_names))
+    return {k: v.eval() for k, v in methods.items()}, layer_schedule(base.config)
+
+
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
            quant: Quant, dest: Path, progress) -> dict:
-    """Export ``wrapper`` to ``dest`` (.pte), lowered to XNNPACK; returns stats for the report."""
+    """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import (
         get_xnnpack_edge_compile_config,
@@ -180,42 +281,83 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    wrapper, rewritten = xnnpack_friendly(wrapper, quant)
-    with progress.step("executorch: torch.export"):
-        ep = torch.export.export(wrapper, example, dynamic_shapes=dynamic_shapes, strict=False)
+    methods, schedule = stages(wrapper, quant)
+    seq = dynamic_shapes["input_ids"][1]
+    examples = {EMBED_METHOD: example}
+    with torch.no_grad():
+        hidden, mask = methods[EMBED_METHOD](*example)
+    dims = {EMBED_METHOD: dynamic_shapes}
+    for name in methods:
+        if name.startswith(GROUP_METHOD.format("")):
+            examples[name] = (hidden, mask)
+            dims[name] = {"hidden": {1: seq}, "mask": {2: seq}}
+    examples[HEAD_METHOD] = (hidden,)
+    dims[HEAD_METHOD] = {"hidden": {1: seq}}
+    programs = {}
+    with progress.step(f"executorch: torch.export of {len(methods)} methods"):
+        for name, module in methods.items():
+            programs[name] = torch.export.export(module, examples[name], dynamic_shapes=dims[name], strict=False)
     if quant is Quant.INT8:
         from quantize.pt2e import quantize_graph
 
         with progress.step("executorch: int8 PT2E quantization"):
-            gm = quantize_graph(ep.module(), [example])
-            ep = torch.export.export(gm, example, dynamic_shapes=dynamic_shapes, strict=False)
-    with progress.step("executorch: lowering to XNNPACK (the slow part)"), short_constant_keys():
+            for name, ep in programs.items():
+                gm = quantize_graph(ep.module(), [examples[name]])
+                programs[name] = torch.export.export(gm, examples[name], dynamic_shapes=dims[name], strict=False)
+    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
         edge = to_edge_transform_and_lower(
-            ep, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config()
+            programs, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config(),
+            constant_methods={SCHEDULE_METHOD: schedule},
         )
         program = edge.to_executorch(get_xnnpack_executorch_backend_config())
     with progress.step("executorch: writing .pte"):
         with open(dest, "wb") as f:
             program.write_to_file(f)
-    graph = program.exported_program().graph_module.graph
-    delegates = sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
-    outside = sorted({str(n.target) for n in graph.nodes if n.op == "call_function"
-                      and str(n.target).startswith("aten.")})
-    return {"xnnpack_partitions": delegates, "ops_outside_delegate": outside, "rewritten_for_xnnpack": rewritten}
+    delegates, outside = 0, set()
+    for name in methods:
+        graph = program.exported_program(name).graph_module.graph
+        delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
+        outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
+    return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
+            "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
 class Runner:
-    """A .pte loaded by the ExecuTorch runtime with full internal-consistency verification."""
+    """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 
-    def __init__(self, path: Path) -> None:
+    The layer-loop program (``embed``, ``layer_group_G``, ``head``, ``layer_schedule``) is what
+    ``export`` writes; a single ``forward`` method (older exports, other tools) is run as it is.
+    """
+
+    def __init__(self, path: Path, threads: int | None = None, verification: str = "internal") -> None:
         from executorch.runtime import Runtime, Verification
 
-        runtime = Runtime.get()
-        self.program = runtime.load_program(str(path), verification=Verification.InternalConsistency)
-        self.method = self.program.load_method("forward")
+        if threads:
+            from executorch.extension.pybindings import portable_lib
+
+            portable_lib._unsafe_reset_threadpool(threads)
+        level = Verification.InternalConsistency if verification == "internal" else Verification.Minimal
+        self.program = Runtime.get().load_program(str(path), verification=level)
+        names = self.program.method_names
+        if EMBED_METHOD in names:
+            schedule = [int(v) for v in self.program.load_method(SCHEDULE_METHOD).execute([])]
+            self.embed = self.program.load_method(EMBED_METHOD)
+            self.groups = {g: self.program.load_method(GROUP_METHOD.format(g)) for g in sorted(set(schedule))}
+            self.schedule = schedule
+            self.head = self.program.load_method(HEAD_METHOD)
+            self.forward = None
+        else:
+            self.forward = self.program.load_method("forward")
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         from ..reference import INPUT_NAMES
 
         inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in INPUT_NAMES]
-        return [o.detach().numpy().copy() for o in self.method.execute(inputs)]
+        if self.forward is not None:
+            outputs = self.forward.execute(inputs)
+        else:
+            hidden, mask = self.embed.execute(inputs)
+            for g in self.schedule:
+                (hidden,) = self.groups[g].execute([hidden, mask])
+            outputs = self.head.execute([hidden])
+        return [o.detach().numpy().copy() for o in outputs]
