@@ -15,10 +15,11 @@ import torch
 from . import backends
 from .assets import labels, write_tokenizer_assets
 from .parity import by_length, cross_runtime, plot_data
-from .size import Budget, breakdown, budget_verdict, peak_rss, resolve_budget
+from .memory import measure as measure_memory
+from .size import Budget, breakdown, budget_verdict, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
-from .errors import BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
+from .errors import ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
 from .fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
@@ -278,7 +279,10 @@ def _size_entry(path: Path, summary: dict, options: ExportOptions, int8_embeddin
     """The artifact's size section: breakdown, sharing verdict, memory, budget verdict."""
     entry = breakdown(path, summary, options.quant.value, int8_embeddings)
     if options.measure_memory:
-        entry["memory"] = peak_rss(path, min(128, max_len))
+        try:
+            entry["memory"] = measure_memory(path, min(128, max_len))
+        except ArtifactLoadError as exc:  # we just wrote and checked it: our failure, not the user's
+            raise ExportFailedError(str(exc)) from exc
     if budget:
         entry["budgets"] = [budget_verdict(entry, budget)]
     return entry
@@ -318,8 +322,11 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
         raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
                                 "rerun with --debug for the traceback") from exc
     seconds = time.monotonic() - t0
-    checked = _check_artifact(backend, dest, quant, loaded, examples, reference, thresholds, progress,
-                              example_labels)
+    try:
+        checked = _check_artifact(backend, dest, quant, loaded, examples, reference, thresholds, progress,
+                                  example_labels)
+    except ArtifactLoadError as exc:  # we just wrote it: our failure, not the user's
+        raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
     checked.stats = dict(stats, **checked.stats)
     checked.export_seconds = round(seconds, 2)
     return checked
@@ -335,7 +342,7 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, loaded: LoadedMo
             runner = module.Runner(dest)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-            raise BadInputError(f"{dest.name} does not load in {info.runtime}: {first}") from exc
+            raise ArtifactLoadError(f"{dest.name} does not load in {info.runtime}: {first}") from exc
         actual, seconds_each = [], []
         for ex in examples:
             t = time.perf_counter()
@@ -378,28 +385,10 @@ def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, re
             "files": files, "golden": _golden(loaded, examples, reference)}
 
 
-SUFFIX_BACKEND = {".pte": Backend.EXECUTORCH, ".onnx": Backend.ONNX, ".ort": Backend.ORT}
-
-
 def detect_quant(path: Path) -> Quant:
     """int8 if the artifact stores int8 weights, else fp32 (decides the default parity thresholds)."""
-    import onnx
-
-    int8 = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}  # the ORT format uses the same type codes
-    if path.suffix == ".onnx":
-        model = onnx.load(str(path), load_external_data=False)
-        return Quant.INT8 if any(t.data_type in int8 for t in model.graph.initializer) else Quant.FP32
-    if path.suffix == ".ort":
-        from .size import ort_initializers
-
-        return Quant.INT8 if any(t.DataType() in int8 for t in ort_initializers(path)) else Quant.FP32
-    if path.suffix == ".pte":
-        from executorch.exir._serialize._program import deserialize_pte_binary
-
-        pte = deserialize_pte_binary(path.read_bytes())
-        keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
-        return Quant.INT8 if any(k.startswith("scale_") for k in keys) else Quant.FP32
-    raise BadInputError(f"{path.name}: parity runs .pte, .onnx and .ort files; got '{path.suffix}'")
+    backend = backends.for_path(path)
+    return Quant.INT8 if backends.load(backend).stores_int8(path) else Quant.FP32
 
 
 def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], out: str | os.PathLike | None = None,
@@ -418,8 +407,7 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     for p in paths:
         if not p.is_file():
             raise BadInputError(f"{p} does not exist; pass .pte, .onnx or .ort files")
-        if p.suffix not in SUFFIX_BACKEND:
-            raise BadInputError(f"{p.name}: parity runs .pte, .onnx and .ort files; got '{p.suffix}'")
+        backends.for_path(p)
     quants = []
     for p in paths:  # every artifact readable before the (slow) reference run
         try:
@@ -442,7 +430,7 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     names = [p.name for p in paths]
     for p, q in zip(paths, quants):
         t = thresholds or Thresholds.default_for(q)
-        r = _check_artifact(SUFFIX_BACKEND[p.suffix], p, q, loaded, examples, reference, t, progress, example_labels)
+        r = _check_artifact(backends.for_path(p), p, q, loaded, examples, reference, t, progress, example_labels)
         if names.count(p.name) > 1:
             r.file = str(p)
         results.append(r)

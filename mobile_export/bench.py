@@ -17,88 +17,85 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import BadInputError
+from .errors import ArtifactLoadError, BadInputError
 
-_CHILD = r"""
-import json, sys, time
-import numpy as np
-kind, path, threads, seqs, runs, warmup, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
-    [int(s) for s in sys.argv[4].split(",")], int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int) -> dict:
+    """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.bench``)."""
+    import importlib
+    import time
 
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
+    import numpy as np
+    import torch
 
-import torch
-torch.set_num_threads(threads)
-if kind == "executorch":
-    from executorch.extension.pybindings import portable_lib
-    portable_lib._unsafe_reset_threadpool(threads)
-    from executorch.runtime import Runtime
-elif kind in ("onnx", "ort"):
-    import onnxruntime as ort
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-base = status("VmRSS")
-t0 = time.perf_counter()
-dynamic_batch = True
-if kind == "executorch":
-    from executorch.runtime import Verification
-    method = Runtime.get().load_program(path, verification=Verification.Minimal).load_method("forward")
-    run = lambda ids, mask, types: method.execute([torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)])
-    dynamic_batch = False
-elif kind in ("onnx", "ort"):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    run = lambda ids, mask, types: sess.run(None, dict(zip(names, (ids, mask, types))))
-else:
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import ExportWrapper
-    loaded = load_checkpoint(path)
-    model = ExportWrapper(loaded.model, loaded.task).eval()
-    def run(ids, mask, types):
-        with torch.no_grad():
-            return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
-load_s = time.perf_counter() - t0
-rng = np.random.default_rng(0)
-out = {"load_seconds": round(load_s, 4), "latency_ms": {}, "dynamic_batch": dynamic_batch}
-for seq in seqs:
-    ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
-    ids[0, 0], ids[0, -1] = 2, 3
-    mask, types = np.ones_like(ids), np.zeros_like(ids)
-    for _ in range(warmup):
-        run(ids, mask, types)
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter(); run(ids, mask, types); ts.append(1000 * (time.perf_counter() - t))
-    ts.sort()
-    out["latency_ms"][str(seq)] = {"median": round(ts[len(ts) // 2], 3), "p90": round(ts[int(0.9 * (len(ts) - 1))], 3)}
-seq = seqs[len(seqs) // 2]
-ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
-mask, types = np.ones_like(ids), np.zeros_like(ids)
-def batch():
-    if dynamic_batch:
-        run(ids, mask, types)
+    from . import backends
+    from .config import Backend
+    from .memory import reset_peak, resident_kib, status_kib
+
+    torch.set_num_threads(threads)
+    if kind != "torch":
+        info = backends.get_info(Backend(kind))
+        module = backends.load(info.backend)
+        importlib.import_module(info.runtime_module)
+    reset_peak()
+    base_kib, base = status_kib("VmRSS"), resident_kib(Path(path))
+    t0 = time.perf_counter()
+    dynamic_batch = True
+    if kind == "torch":
+        from .loading import load_checkpoint
+        from .reference import ExportWrapper
+
+        loaded = load_checkpoint(path)
+        model = ExportWrapper(loaded.model, loaded.task).eval()
+
+        def run(ids, mask, types):
+            with torch.no_grad():
+                return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
     else:
-        for i in range(8):
-            run(ids[i:i + 1], mask[i:i + 1], types[i:i + 1])
-batch()
-t = time.perf_counter(); n = 0
-while n < 3 or time.perf_counter() - t < 1.0:
-    batch(); n += 1
-out["throughput_texts_per_s"] = {"seq": seq, "batch": 8 if dynamic_batch else 1,
-                                 "value": round(8 * n / (time.perf_counter() - t), 2)}
-out["peak_rss_bytes"] = status("VmHWM")
-out["model_rss_bytes"] = status("VmHWM") - base
-print("BENCH " + json.dumps(out))
-"""
+        # the same Runner parity uses (ExecuTorch: the layer loop), with the runtime's minimal verification
+        extra = {"verification": "minimal"} if info.backend is Backend.EXECUTORCH else {}
+        runner = module.Runner(Path(path), threads=threads, **extra)
+        dynamic_batch = info.dynamic_batch
 
-KINDS = {".pte": "executorch", ".onnx": "onnx", ".ort": "ort"}
+        def run(ids, mask, types):
+            return runner.run({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+    load_s = time.perf_counter() - t0
+    rng = np.random.default_rng(0)
+    out = {"load_seconds": round(load_s, 4), "latency_ms": {}, "dynamic_batch": dynamic_batch}
+    for seq in seqs:
+        ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
+        ids[0, 0], ids[0, -1] = 2, 3
+        mask, types = np.ones_like(ids), np.zeros_like(ids)
+        for _ in range(warmup):
+            run(ids, mask, types)
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            run(ids, mask, types)
+            ts.append(1000 * (time.perf_counter() - t))
+        ts.sort()
+        out["latency_ms"][str(seq)] = {"median": round(ts[len(ts) // 2], 3), "p90": round(ts[int(0.9 * (len(ts) - 1))], 3)}
+    seq = seqs[len(seqs) // 2]
+    ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
+    mask, types = np.ones_like(ids), np.zeros_like(ids)
+
+    def batch():
+        if dynamic_batch:
+            run(ids, mask, types)
+        else:
+            for i in range(8):
+                run(ids[i:i + 1], mask[i:i + 1], types[i:i + 1])
+    batch()
+    t, n = time.perf_counter(), 0
+    while n < 3 or time.perf_counter() - t < 1.0:
+        batch()
+        n += 1
+    out["throughput_texts_per_s"] = {"seq": seq, "batch": 8 if dynamic_batch else 1,
+                                     "value": round(8 * n / (time.perf_counter() - t), 2)}
+    now = resident_kib(Path(path))
+    out["peak_rss_bytes"] = status_kib("VmHWM") * 1024
+    out["peak_over_baseline_bytes"] = (status_kib("VmHWM") - base_kib) * 1024
+    out["model_rss_bytes"] = (now["private"] - base["private"] + now["artifact"] - base["artifact"]) * 1024
+    return out
 
 
 def machine() -> dict:
@@ -116,13 +113,13 @@ def machine() -> dict:
 
 def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30,
             warmup: int = 5) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, kind, path, str(threads), ",".join(map(str, seq_lens)),
-                           str(runs), str(warmup), str(vocab)], capture_output=True, text=True, timeout=3600,
-                          env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    proc = subprocess.run([sys.executable, "-m", "mobile_export.bench", kind, path, str(threads),
+                           ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab)], capture_output=True,
+                          text=True, timeout=3600, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     lines = [l for l in proc.stdout.splitlines() if l.startswith("BENCH ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise BadInputError(f"benchmark of {path} failed: {tail}")
+        raise ArtifactLoadError(f"benchmark of {path} failed: {tail}")
     return json.loads(lines[-1][6:])
 
 
@@ -132,9 +129,11 @@ def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], thr
     targets = []
     for a in artifacts:
         p = Path(a)
-        if not p.is_file() or p.suffix not in KINDS:
-            raise BadInputError(f"{a}: pass existing .pte, .onnx or .ort files")
-        targets.append((KINDS[p.suffix], str(p), p.name))
+        from . import backends
+
+        if not p.is_file():
+            raise BadInputError(f"{a} does not exist; pass existing {backends.suffix_list()} files")
+        targets.append((backends.for_path(p).value, str(p), p.name))
     names = [t[2] for t in targets]
     targets = [(k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name)
                for k, path, name in targets]  # same file name from different exports: say which
@@ -172,3 +171,10 @@ def table(result: dict) -> str:
                      + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
                      + f"{r['peak_rss_bytes'] / 2**20:>10.0f}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    _argv = sys.argv[1:]
+    _result = _child(_argv[0], _argv[1], int(_argv[2]), [int(x) for x in _argv[3].split(",")], int(_argv[4]),
+                     int(_argv[5]), int(_argv[6]))
+    print("BENCH " + json.dumps(_result))

@@ -203,8 +203,10 @@ def _summary(report: dict) -> str:
         mem = s.get("memory")
         lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
                      f"{'preserved' if s.get('sharing_preserved') else 'NOT preserved' if s.get('sharing_preserved') is False else 'n/a'}"
-                     + (f"; peak RSS {mem['peak_rss_bytes'] / 2**20:.0f} MiB (model {mem['model_rss_bytes'] / 2**20:.1f} MiB)"
-                        if mem else ""))
+                     + (f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
+                        if mem else "")
+                     + (f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
+                        if s.get("memory_sharing_preserved") is not None else ""))
     if report.get("budget"):
         b = report["budget"]
         lines.append(f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
@@ -262,7 +264,8 @@ def _cmd_size(args) -> int:
     import json
 
     from .errors import BadInputError
-    from .size import breakdown, budget_verdict, format_entry, peak_rss, resolve_budget
+    from .memory import measure as measure_memory
+    from .size import breakdown, budget_verdict, format_entry, resolve_budget
 
     budgets = [resolve_budget(b) for b in args.budget or []]
     entries = []
@@ -273,7 +276,7 @@ def _cmd_size(args) -> int:
         info, quant, emb = _size_model_info(path, args.checkpoint)
         entry = breakdown(path, info, args.quant or quant or "int8", emb)
         if not args.no_memory:
-            entry["memory"] = peak_rss(path, min(128, int((info or {}).get("config", {}).get("max_position_embeddings") or 128)))
+            entry["memory"] = measure_memory(path, min(128, int((info or {}).get("config", {}).get("max_position_embeddings") or 128)))
         entry["budgets"] = [budget_verdict(entry, b) for b in budgets]
         entries.append(entry)
     if args.json:

@@ -39,6 +39,11 @@ class OutputError(BadInputError):
     """The output destination cannot be used (exists, unwritable, full)."""
 
 
+class ArtifactLoadError(BadInputError):
+    """An artifact given to a command does not load or run in its runtime (exit 2: the file is bad).
+    After ``export`` wrote it, the same failure is ours and is raised as ExportFailedError."""
+
+
 class ExportFailedError(MobileExportError):
     """A converter failed on a checkpoint that passed validation (a bug or a library limitation)."""
 

@@ -73,11 +73,15 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         rows = [[g] + [f"{a['size']['groups'][g]:,}" for a in sizes] for g in GROUPS]
         rows.append(["format overhead"] + [f"{a['size']['overhead_bytes']:,}" for a in sizes])
         rows.append(["deflate-compressed"] + [f"{a['size']['deflate_bytes']:,}" for a in sizes])
-        rows.append(["sharing"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes])
+        rows.append(["sharing on disk"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes])
+        if all(a["size"].get("memory_sharing_preserved") is not None for a in sizes):
+            rows.append(["sharing in RAM"] + ["preserved" if a["size"]["memory_sharing_preserved"] else "NOT preserved"
+                                              for a in sizes])
         mem = [a["size"].get("memory") for a in sizes]
         if all(mem):
-            rows.append(["peak RSS (load + run)"] + [f"{m['peak_rss_bytes'] / 2**20:.0f} MiB" for m in mem])
-            rows.append(["model RSS over runtime"] + [f"{m['model_rss_bytes'] / 2**20:.1f} MiB" for m in mem])
+            rows.append(["model RAM (load + run)"] + [f"{m['model_rss_bytes'] / 2**20:.1f} MiB" for m in mem])
+            rows.append(["RAM / file"] + [f"{m['model_rss_bytes'] / a['size']['bytes']:.2f}x" for m, a in zip(mem, sizes)])
+            rows.append(["process peak RSS"] + [f"{m['peak_rss_bytes'] / 2**20:.0f} MiB" for m in mem])
         out.append(("Size (bytes)", ["part"] + [a["file"] for a in sizes], rows))
     return out
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -68,71 +66,11 @@ def resolve_budget(text: str) -> Budget:
 # ---------------------------------------------------------------------------------------------- blobs
 
 
-def _pte_blobs(path: Path) -> tuple[list[bytes], int]:
-    """(weight/constant blobs, bytes of delegate graphs) stored in a .pte."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    pte = deserialize_pte_binary(path.read_bytes())
-    blobs = list(pte.named_data.buffers) if pte.named_data is not None else []
-    blobs += [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
-    graphs = sum(len(d.data) for d in pte.program.backend_delegate_data)
-    return blobs, graphs
-
-
-def _onnx_blobs(path: Path) -> tuple[list[bytes], int]:
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(path))
-    blobs = []
-    stack = [model.graph]
-    while stack:
-        graph = stack.pop()
-        blobs += [numpy_helper.to_array(t).tobytes() for t in graph.initializer]
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.TENSOR:
-                    blobs.append(numpy_helper.to_array(attr.t).tobytes())
-                stack.extend(attr.graphs)
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    stack.append(attr.g)
-    return [b for b in blobs if len(b) > 16], 0
-
-
-def ort_initializers(path: Path):
-    """Initializer tensors (flatbuffer tables) of an ORT-format model, subgraphs included, read with
-    ONNX Runtime's own schema reader."""
-    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
-
-    session = InferenceSession.InferenceSession.GetRootAs(path.read_bytes(), 0)
-    stack = [session.Model().Graph()]
-    while stack:
-        graph = stack.pop()
-        for i in range(graph.InitializersLength()):
-            yield graph.Initializers(i)
-        for n in range(graph.NodesLength()):
-            node = graph.Nodes(n)
-            for a in range(node.AttributesLength()):
-                attr = node.Attributes(a)
-                if attr.G() is not None:
-                    stack.append(attr.G())
-                for g in range(attr.GraphsLength()):
-                    stack.append(attr.Graphs(g))
-
-
-def _ort_blobs(path: Path) -> tuple[list[bytes], int]:
-    blobs = [t.RawDataAsNumpy().tobytes() for t in ort_initializers(path) if t.RawDataLength()]
-    return [b for b in blobs if len(b) > 16], 0
-
-
 def artifact_blobs(path: Path) -> tuple[list[bytes], int]:
-    if path.suffix == ".ort":
-        return _ort_blobs(path)
-    if path.suffix == ".pte":
-        return _pte_blobs(path)
-    if path.suffix == ".onnx":
-        return _onnx_blobs(path)
-    raise BadInputError(f"{path.name}: size breakdown reads .pte, .onnx and .ort files; got '{path.suffix}'")
+    """(weight blobs, delegate graph bytes) of an artifact, read by the backend that owns its format."""
+    from . import backends
+
+    return backends.load(backends.for_path(path)).blobs(path)
 
 
 # ------------------------------------------------------------------------------------------- params
@@ -200,8 +138,12 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     distinct: dict[str, bytes] = {}
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
+    from . import backends
+
+    ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
     out: dict = {
         "file": path.name, "bytes": len(data), "deflate_bytes": len(zlib.compress(data, 6)),
+        "memory_sharing_preserved": ram_shared, "memory_sharing_verdict": ram_verdict,
         "blobs": len(blobs), "distinct_blobs": len(distinct),
         "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
     }
@@ -255,61 +197,6 @@ def _slots_cache(model_info: dict, quant: str, int8_embeddings: bool) -> list[tu
     return _SLOTS[key]
 
 
-# ---------------------------------------------------------------------------------------------- RSS
-
-_RSS_SCRIPT = r"""
-import json, sys
-import numpy as np
-
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-
-from pathlib import Path
-path, backend, seq = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-from mobile_export import backends
-from mobile_export.config import Backend
-mod = backends.load(Backend(backend))
-if backend == "executorch":
-    import executorch.runtime  # noqa: F401  (count the runtime library in the baseline)
-else:
-    import onnxruntime  # noqa: F401
-with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) to the current RSS
-    f.write("5")
-base = status("VmRSS")
-runner = mod.Runner(path)
-loaded = status("VmHWM")
-feeds = {"input_ids": np.ones((1, seq), np.int64), "attention_mask": np.ones((1, seq), np.int64),
-         "token_type_ids": np.zeros((1, seq), np.int64)}
-runner.run(feeds)
-peak = status("VmHWM")
-print(json.dumps({"baseline_kb": base, "after_load_kb": loaded, "peak_kb": peak}))
-"""
-
-
-def peak_rss(path: Path, seq_len: int = 128) -> dict:
-    """Peak resident memory of a fresh process that loads ``path`` in its runtime and runs it once.
-
-    Linux only (/proc): the peak is reset after the runtime is imported, so ``model_rss_bytes`` is what
-    loading and one run add on top of the runtime library itself.
-    """
-    backend = {".pte": "executorch", ".onnx": "onnx", ".ort": "ort"}.get(path.suffix)
-    if backend is None:
-        raise BadInputError(f"{path.name}: memory is measured for .pte, .onnx and .ort files")
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(path), backend, str(seq_len)],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise BadInputError(f"{path.name} could not be loaded and run to measure memory: {tail}")
-    r = json.loads(proc.stdout.strip().splitlines()[-1])
-    kib = 1024
-    return {"seq_len": seq_len, "peak_rss_bytes": r["peak_kb"] * kib,
-            "model_rss_bytes": (r["peak_kb"] - r["baseline_kb"]) * kib,
-            "load_rss_bytes": (r["after_load_kb"] - r["baseline_kb"]) * kib,
-            "runtime_baseline_bytes": r["baseline_kb"] * kib}
-
-
 def budget_verdict(entry: dict, budget: Budget) -> dict:
     """The budget, what was measured against it (compressed or file size), and whether it fits."""
     measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
@@ -338,10 +225,15 @@ def format_entry(e: dict) -> str:
                      f"not shared ({p['ratio']}x)")
         lines.append(f"  sharing: {e['sharing_verdict']}")
     lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
+    if e.get("memory_sharing_verdict"):
+        lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
     if e.get("memory"):
         m = e["memory"]
-        lines.append(f"  memory (load + one run at {m['seq_len']} tokens): peak RSS {m['peak_rss_bytes'] / 2**20:.0f} MiB, "
-                     f"of which the model {m['model_rss_bytes'] / 2**20:.1f} MiB over the runtime's baseline")
+        mib = 2**20
+        lines.append(f"  RAM (load + one run at {m['seq_len']} tokens): model {m['model_rss_bytes'] / mib:.1f} MiB, "
+                     f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {m['private_bytes'] / mib:.1f} MiB, "
+                     f"artifact pages {m['artifact_bytes'] / mib:.1f} MiB); runtime library code touched "
+                     f"{m['library_bytes'] / mib:.1f} MiB; process peak {m['peak_rss_bytes'] / mib:.0f} MiB")
     for b in e.get("budgets", []):
         verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"
         lines.append(f"  budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): {verdict}")

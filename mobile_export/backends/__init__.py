@@ -3,20 +3,25 @@
 Each backend module provides::
 
     export(wrapper, example, dynamic_shapes, quant, dest, progress) -> dict   # stats for the report
-    Runner(path).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
+    Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
+    blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
+    stores_int8(path) -> bool                                                 # default parity thresholds
     RUNTIME_VERSION() -> str
 
-executorch and onnxruntime are imported only inside their backend module.
+The suffix of an artifact names its backend here and nowhere else (``for_path``). executorch and
+onnxruntime are imported only inside their backend module.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from ..config import Backend, Quant
-from ..errors import UnsupportedError
+from ..errors import BadInputError, UnsupportedError
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class BackendInfo:
     file_name: str
     module: str
     runtime: str
+    runtime_module: str  # the runtime library's import name (memory baselines import it first)
     quants: frozenset[Quant]
     dynamic_batch: bool
     notes: str
@@ -33,19 +39,19 @@ class BackendInfo:
 BACKENDS: dict[Backend, BackendInfo] = {
     Backend.EXECUTORCH: BackendInfo(
         backend=Backend.EXECUTORCH, file_name="model.pte", module="mobile_export.backends.executorch",
-        runtime="ExecuTorch runtime, XNNPACK delegate", quants=frozenset({Quant.INT8, Quant.FP32}),
+        runtime="ExecuTorch runtime, XNNPACK delegate", runtime_module="executorch.runtime", quants=frozenset({Quant.INT8, Quant.FP32}),
         dynamic_batch=False,
         notes="batch fixed at 1 (ExecuTorch plans memory for the upper bound of every dynamic dim); "
               "sequence length dynamic from 2 to the max length",
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX, file_name="model.onnx", module="mobile_export.backends.onnx",
-        runtime="ONNX Runtime (CPU)", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        runtime="ONNX Runtime (CPU)", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; self-contained (no external data)",
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
-        runtime="ONNX Runtime (CPU), ORT format", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        runtime="ONNX Runtime (CPU), ORT format", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
               "no x86-only layouts); opt-in with --backend ort",
     ),
@@ -54,6 +60,27 @@ BACKENDS: dict[Backend, BackendInfo] = {
 
 def get_info(backend: Backend) -> BackendInfo:
     return BACKENDS[backend]
+
+
+def suffixes() -> list[str]:
+    """Artifact suffixes the registry reads, e.g. ``.pte``."""
+    return [Path(info.file_name).suffix for info in BACKENDS.values()]
+
+
+def suffix_list() -> str:
+    """``.pte, .onnx and .ort``: for messages."""
+    *head, last = suffixes()
+    return f"{', '.join(head)} and {last}" if head else last
+
+
+def for_path(path: str | os.PathLike) -> Backend:
+    """The backend whose artifacts have ``path``'s suffix; BadInputError naming the suffixes otherwise."""
+    suffix = Path(path).suffix
+    for backend, info in BACKENDS.items():
+        if Path(info.file_name).suffix == suffix:
+            return backend
+    raise BadInputError(f"{Path(path).name}: mobile-export reads {suffix_list()} files; got "
+                        f"'{suffix or 'no suffix'}'")
 
 
 def check_supported(backend: Backend, quant: Quant) -> None:

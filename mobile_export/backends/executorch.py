@@ -322,6 +322,41 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
+def _read(path: Path):
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    return deserialize_pte_binary(Path(path).read_bytes())
+
+
+def blobs(path: Path) -> tuple[list[bytes], int]:
+    """(weight/constant blobs, bytes of delegate graphs) stored in a .pte."""
+    pte = _read(path)
+    found = list(pte.named_data.buffers) if pte.named_data is not None else []
+    found += [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
+    return found, sum(len(d.data) for d in pte.program.backend_delegate_data)
+
+
+def stores_int8(path: Path) -> bool:
+    """True when the XNNPACK delegate holds int8 weights (their per-channel scales are named ``scale_*``)."""
+    pte = _read(path)
+    keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
+    return any(k.startswith("scale_") for k in keys)
+
+
+def memory_sharing(path: Path) -> tuple[bool, str]:
+    """Whether running the program keeps one packed copy of the shared layer, read from its methods."""
+    plans = {plan.name: plan for plan in _read(path).program.execution_plan}
+    if SCHEDULE_METHOD in plans:
+        groups = sum(1 for name in plans if name.startswith(GROUP_METHOD.format("")))
+        return True, (f"shared in RAM: the shared layer is its own method ({groups} layer group(s)), packed once "
+                      "when it loads and run once per layer")
+    calls = sum(len(plan.delegates) for plan in plans.values())
+    if calls > 3:
+        return False, (f"NOT shared in RAM: {calls} XNNPACK calls in one method, each packing its own copy of the "
+                       "weights it reads (one packed copy of the shared layer per layer); re-export with this version")
+    return True, "shared in RAM: one XNNPACK call per method"
+
+
 class Runner:
     """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 

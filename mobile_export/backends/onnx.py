@@ -51,14 +51,53 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     return stats
 
 
+def blobs(path: Path) -> tuple[list[bytes], int]:
+    """Initializers and tensor attributes (subgraphs included) of an .onnx, as bytes."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    found = []
+    stack = [model.graph]
+    while stack:
+        graph = stack.pop()
+        found += [numpy_helper.to_array(t).tobytes() for t in graph.initializer]
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    found.append(numpy_helper.to_array(attr.t).tobytes())
+                stack.extend(attr.graphs)
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    stack.append(attr.g)
+    return [b for b in found if len(b) > 16], 0
+
+
+INT8_TYPES = (3, 2)  # TensorProto.INT8, UINT8 (the ORT format uses the same codes)
+
+
+def stores_int8(path: Path) -> bool:
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return any(t.data_type in INT8_TYPES for t in model.graph.initializer)
+
+
+def memory_sharing(path: Path) -> tuple[bool, str]:
+    return True, ("shared in RAM: ONNX Runtime prepacks each stored weight once per session, so one stored copy "
+                  "of the shared layer is one packed copy")
+
+
 class Runner:
     """An .onnx loaded in an ONNX Runtime InferenceSession on the CPU."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, threads: int | None = None) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        if threads:
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
 

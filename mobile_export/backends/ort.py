@@ -20,6 +20,39 @@ RUNTIME_VERSION = onnx_backend.RUNTIME_VERSION
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
 
 
+memory_sharing = onnx_backend.memory_sharing
+
+
+def initializers(path: Path):
+    """Initializer tensors (flatbuffer tables) of an ORT-format model, subgraphs included, read with
+    ONNX Runtime's own schema reader."""
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
+
+    session = InferenceSession.InferenceSession.GetRootAs(Path(path).read_bytes(), 0)
+    stack = [session.Model().Graph()]
+    while stack:
+        graph = stack.pop()
+        for i in range(graph.InitializersLength()):
+            yield graph.Initializers(i)
+        for n in range(graph.NodesLength()):
+            node = graph.Nodes(n)
+            for a in range(node.AttributesLength()):
+                attr = node.Attributes(a)
+                if attr.G() is not None:
+                    stack.append(attr.G())
+                for g in range(attr.GraphsLength()):
+                    stack.append(attr.Graphs(g))
+
+
+def blobs(path: Path) -> tuple[list[bytes], int]:
+    found = [t.RawDataAsNumpy().tobytes() for t in initializers(path) if t.RawDataLength()]
+    return [b for b in found if len(b) > 16], 0
+
+
+def stores_int8(path: Path) -> bool:
+    return any(t.DataType() in onnx_backend.INT8_TYPES for t in initializers(path))
+
+
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
            quant: Quant, dest: Path, progress) -> dict:
     import onnxruntime as ort

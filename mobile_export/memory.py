@@ -1,0 +1,143 @@
+"""Resident memory of an artifact loaded and run once in a fresh process, split by where it lives.
+
+Linux only (/proc). The child imports the runtime library, resets the peak counter, then loads the
+artifact through its backend's ``Runner`` (the same path parity and bench use) and runs it once.
+Resident pages are read from ``/proc/self/smaps`` and split three ways:
+
+- private: anonymous memory and the heap (packed weights, planned activation arenas, runtime
+  objects): what the model costs the device and nobody can share or page out without swap;
+- artifact: pages of the artifact file itself that are mapped and resident (a memory-mapped
+  program's weights, mlocked or touched);
+- libraries: code pages of shared libraries first touched by the run (runtime kernels, and in
+  Python the torch library the harness calls): the runtime's, not the model's.
+
+``model_rss_bytes`` = private + artifact growth over the baseline taken after the runtime import.
+``peak_over_baseline_bytes`` is the process's peak (VmHWM) over that baseline, library pages and
+transient load buffers included: the coarse number earlier versions reported as model RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import ArtifactLoadError
+
+_MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
+
+
+def status_kib(key: str) -> int:
+    """A ``/proc/self/status`` field in KiB (``VmRSS``, ``VmHWM``)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def reset_peak() -> None:
+    """Reset VmHWM to the current RSS."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def resident_kib(artifact: Path | None = None) -> dict[str, int]:
+    """Resident KiB by kind: private (anonymous, heap, stacks), artifact (pages of files whose path
+    starts with ``artifact``, e.g. model.onnx and model.onnx.data), libraries (other file pages)."""
+    prefix = str(Path(artifact).resolve()) if artifact is not None else None
+    out = {"private": 0, "artifact": 0, "libraries": 0}
+    kind = "private"
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if _MAPPING.match(line):
+                fields = line.split(maxsplit=5)
+                name = fields[5].strip() if len(fields) > 5 else ""
+                if not name or name.startswith("["):
+                    kind = "private"
+                elif prefix is not None and name.startswith(prefix):
+                    kind = "artifact"
+                else:
+                    kind = "libraries"
+            elif line.startswith("Rss:"):
+                out[kind] += int(line.split()[1])
+    return out
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in after}
+
+
+def _child(path: Path, backend: str, seq: int) -> dict:
+    import importlib
+
+    import numpy as np
+
+    from . import backends
+    from .config import Backend
+
+    info = backends.get_info(Backend(backend))
+    module = backends.load(info.backend)
+    importlib.import_module(info.runtime_module)  # the runtime library belongs to the baseline
+    reset_peak()
+    base_kib = status_kib("VmRSS")
+    base = resident_kib(path)
+    runner = module.Runner(path)
+    loaded = _delta(resident_kib(path), base)
+    load_peak_kib = status_kib("VmHWM")
+    feeds = {"input_ids": np.ones((1, seq), np.int64), "attention_mask": np.ones((1, seq), np.int64),
+             "token_type_ids": np.zeros((1, seq), np.int64)}
+    runner.run(feeds)
+    ran = _delta(resident_kib(path), base)
+    return {"baseline_kib": base_kib, "load_peak_kib": load_peak_kib, "peak_kib": status_kib("VmHWM"),
+            "after_load": loaded, "after_run": ran}
+
+
+def measure(path: Path, seq_len: int = 128) -> dict:
+    """Memory of a fresh process that loads ``path`` in its runtime and runs it once at ``seq_len``.
+
+    Returns:
+        ``model_rss_bytes`` (private + artifact pages after load and one run), ``load_rss_bytes``
+        (the same after load only), the split (``private_bytes``, ``artifact_bytes``,
+        ``library_bytes``), ``peak_over_baseline_bytes``, ``peak_rss_bytes`` (whole process) and
+        ``runtime_baseline_bytes``.
+
+    Raises:
+        ArtifactLoadError: the artifact did not load or run in the child process.
+    """
+    from . import backends
+
+    backend = backends.for_path(path)
+    proc = subprocess.run([sys.executable, "-m", "mobile_export.memory", str(path), backend.value, str(seq_len)],
+                          capture_output=True, text=True, timeout=1800)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ArtifactLoadError(f"{path.name} could not be loaded and run to measure memory: {tail}")
+    r = json.loads(lines[-1])
+    kib = 1024
+    run, load = r["after_run"], r["after_load"]
+    return {
+        "seq_len": seq_len,
+        "model_rss_bytes": (run["private"] + run["artifact"]) * kib,
+        "load_rss_bytes": (load["private"] + load["artifact"]) * kib,
+        "private_bytes": run["private"] * kib,
+        "artifact_bytes": run["artifact"] * kib,
+        "library_bytes": run["libraries"] * kib,
+        "peak_over_baseline_bytes": (r["peak_kib"] - r["baseline_kib"]) * kib,
+        "peak_rss_bytes": r["peak_kib"] * kib,
+        "runtime_baseline_bytes": r["baseline_kib"] * kib,
+    }
+
+
+def ram_verdict(model_rss_bytes: int, file_bytes: int) -> str:
+    """One line: RAM next to the file."""
+    return (f"{model_rss_bytes / 2**20:.1f} MiB resident for a {file_bytes / 2**20:.1f} MiB file "
+            f"({model_rss_bytes / max(file_bytes, 1):.2f}x)")
+
+
+if __name__ == "__main__":
+    result = _child(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))
+    print(json.dumps(result))
