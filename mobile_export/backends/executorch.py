@@ -344,17 +344,29 @@ def stores_int8(path: Path) -> bool:
 
 
 def memory_sharing(path: Path) -> tuple[bool, str]:
-    """Whether running the program keeps one packed copy of the shared layer, read from its methods."""
-    plans = {plan.name: plan for plan in _read(path).program.execution_plan}
-    if SCHEDULE_METHOD in plans:
-        groups = sum(1 for name in plans if name.startswith(GROUP_METHOD.format("")))
-        return True, (f"shared in RAM: the shared layer is its own method ({groups} layer group(s)), packed once "
-                      "when it loads and run once per layer")
-    calls = sum(len(plan.delegates) for plan in plans.values())
-    if calls > 3:
-        return False, (f"NOT shared in RAM: {calls} XNNPACK calls in one method, each packing its own copy of the "
-                       "weights it reads (one packed copy of the shared layer per layer); re-export with this version")
-    return True, "shared in RAM: one XNNPACK call per method"
+    """Whether running the program keeps one packed copy of each stored weight.
+
+    XNNPACK packs every weight a delegate call reads when that call's method loads, so a weight read by
+    N calls is packed N times (the unrolled-layer program: one packed copy of the shared layer per
+    layer). Read from the artifact: which delegate blobs name each stored weight's key.
+    """
+    pte = _read(path)
+    if pte.named_data is None:
+        return True, "shared in RAM: no XNNPACK weights stored by name"
+    delegates = [d.data for d in pte.program.backend_delegate_data]
+    stored = packed = 0
+    for key, entry in pte.named_data.pte_data.items():
+        size = len(pte.named_data.buffers[entry.buffer_index])
+        calls = sum(key.encode() in blob for blob in delegates)
+        stored += size
+        packed += size * max(calls - 1, 0)
+    if packed > 0.01 * stored:
+        return False, (f"NOT shared in RAM: {packed:,} B of weights are packed again by further XNNPACK calls "
+                       f"({stored:,} B stored; the unrolled layers each pack their own copy); re-export with "
+                       "this version")
+    names = {plan.name for plan in pte.program.execution_plan}
+    how = (" (the shared layer is its own method, run once per layer)" if SCHEDULE_METHOD in names else "")
+    return True, f"shared in RAM: each stored weight is packed once{how}"
 
 
 class Runner:
