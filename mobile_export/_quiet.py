@@ -7,13 +7,17 @@ import os
 import warnings
 
 
+_LIBRARIES = ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "onnx", "onnxruntime",
+              "optimum", "huggingface_hub", "copyreg")
+
+
 def quiet_libraries() -> None:
+    """Warnings and log lines of the wrapped libraries only; the caller's own warnings still show."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    warnings.filterwarnings("ignore")
-    logging.getLogger().setLevel(logging.ERROR)
-    for name in ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "optimum"):
+    warnings.filterwarnings("ignore", module=r"(%s)(\.|$)" % "|".join(_LIBRARIES))
+    for name in _LIBRARIES:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as tf_logging

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL
+
 from . import backends
 from .assets import labels, write_tokenizer_assets
 from .parity import by_length, cross_runtime, plot_data
@@ -19,7 +21,8 @@ from .memory import measure as measure_memory
 from .size import Budget, breakdown, budget_verdict, resolve_budget
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
-from .errors import ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError
+from .errors import (ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError,
+                     first_line)
 from .fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
@@ -30,7 +33,7 @@ from .texts import long_text, parity_texts
 from .verify import ParityResult, compare
 
 REPORT_SCHEMA = 2
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2
 _OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
                  "report.html", "manifest.json")
 
@@ -237,7 +240,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         written.append("report.json")
         with progress.step("human reports (report.md, report.html)"):
             written += write_reports(report, staging)
-        manifest = _manifest(staging, written, loaded, examples, reference)
+        manifest = _manifest(staging, written, loaded, examples, reference, results, thresholds)
         write_json(staging / "manifest.json", manifest)
         written.append("manifest.json")
         if options.overwrite:
@@ -318,7 +321,7 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
         disk = disk_error(exc, staging.parent)
         if disk is not None:
             raise disk from exc
-        msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc)
         raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
                                 "rerun with --debug for the traceback") from exc
     seconds = time.monotonic() - t0
@@ -341,7 +344,7 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, loaded: LoadedMo
         try:
             runner = module.Runner(dest)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc, 200)
             raise ArtifactLoadError(f"{dest.name} does not load in {info.runtime}: {first}") from exc
         actual, seconds_each = [], []
         for ex in examples:
@@ -368,12 +371,20 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, loaded: LoadedMo
 
 def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
-            "scheme": "int8-dynamic-per-channel" if r.quant is Quant.INT8 else "fp32",
+            "scheme": INT8_DYNAMIC_PER_CHANNEL.name if r.quant is Quant.INT8 else "fp32",
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
             "parity": {**r.parity.to_dict(), "by_length": r.by_length}, "plot": r.plot}
 
 
-def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, reference) -> dict:
+def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, reference,
+              results: list[ArtifactResult], thresholds) -> dict:
+    """What an app needs: files with checksums, how to load and call each artifact, golden examples."""
+    artifacts = []
+    for r in results:
+        usage = dict(backends.load(r.backend).usage(r.stats))
+        tolerance = max(4 * r.parity.max_abs_diff, 1e-4)  # what this export measured, with room for other CPUs
+        artifacts.append({"file": r.file, "backend": r.backend.value, "quant": r.quant.value, **usage,
+                          "self_test_max_abs_diff": float(f"{tolerance:.3g}")})
     files = []
     for name in names:
         path = staging / name
@@ -382,7 +393,7 @@ def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, re
             files.append({"path": p.relative_to(staging).as_posix(), "bytes": p.stat().st_size,
                           "sha256": sha256_file(p)})
     return {"schema_version": MANIFEST_SCHEMA, "task": loaded.task.name, "outputs": list(loaded.task.outputs),
-            "files": files, "golden": _golden(loaded, examples, reference)}
+            "artifacts": artifacts, "files": files, "golden": _golden(loaded, examples, reference)}
 
 
 def detect_quant(path: Path) -> Quant:

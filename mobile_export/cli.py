@@ -8,7 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .errors import ExitCode, MobileExportError
+from .errors import ExitCode, MobileExportError, first_line
 
 EXIT_CODES_HELP = """exit codes:
   0  ok
@@ -54,13 +54,13 @@ def _build_parser() -> argparse.ArgumentParser:
                     "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over")
     ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
-    ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     tk = sub.add_parser("tokenizer", help="write just the tokenizer assets an app needs")
     tk.add_argument("checkpoint")
     tk.add_argument("--out", required=True)
     tk.add_argument("--max-seq-len", type=int)
-    tk.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    tk.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     pa = sub.add_parser("parity", help="check existing .pte/.onnx/.ort files against the fp32 PyTorch reference",
                         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,11 +76,11 @@ def _build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--min-agreement", type=float, help="limit on top-1 agreement, 0..1")
     pa.add_argument("--min-sqnr", type=float, help="limit on SQNR in dB")
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
-    pa.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     rp = sub.add_parser("report", help="rewrite report.md and report.html from DIR/report.json")
     rp.add_argument("folder", help="an export or parity output folder")
-    rp.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    rp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     bn = sub.add_parser("bench", help="latency, throughput, load time and memory, next to PyTorch fp32 eager",
                         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -90,7 +90,7 @@ def _build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
     bn.add_argument("--json", help="also write the results to this JSON file")
-    bn.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    bn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     sz = sub.add_parser("size", help="what an artifact's bytes are, whether sharing survived, memory, budgets",
                         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,7 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     "app-store-cellular); repeat for several; exit 4 when over")
     sz.add_argument("--no-memory", action="store_true", help="skip measuring peak RSS (load + one run)")
     sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sz.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    sz.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     sub.add_parser("list", help="list supported tasks, backends and quantizations")
     return parser
@@ -352,8 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             traceback.print_exc()
-        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        print(f"mobile-export: unexpected error: {type(exc).__name__}: {first}; rerun with --debug and report it",
+        print(f"mobile-export: unexpected error: {type(exc).__name__}: {first_line(exc)}; rerun with --debug and report it",
               file=sys.stderr)
         return int(ExitCode.UNEXPECTED)
 

@@ -60,3 +60,10 @@ class BudgetError(MobileExportError):
     """An artifact is larger than its size budget."""
 
     exit_code = ExitCode.OVER_BUDGET
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (its type name when empty), cut at ``limit`` characters:
+    how a library's multi-line error becomes part of a one-line message."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]

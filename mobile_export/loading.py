@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import CheckpointError
+from .errors import CheckpointError, first_line
 from .tasks import TaskSpec, get_task, infer_task, model_class_for
 
 SUPPORTED_MODEL_TYPES = ("albert",)
@@ -70,7 +70,7 @@ def resolve_folder(source: str | os.PathLike) -> Path:
 
         return Path(snapshot_download(repo_id=src, allow_patterns=_HUB_PATTERNS))
     except Exception as exc:  # network, auth, missing repo: all one user-facing problem
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise CheckpointError(
             f"could not fetch '{src}' from the Hugging Face Hub ({first}); "
             "download it on a machine with network and pass the local folder"
@@ -154,7 +154,7 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
     try:
         tok = cls.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
     except Exception as exc:
-        raise CheckpointError(f"cannot read the tokenizer in {folder} ({_one_line(exc)}); "
+        raise CheckpointError(f"cannot read the tokenizer in {folder} ({first_line(exc)}); "
                               "re-download the tokenizer files") from None
     return tok, kind
 
@@ -182,7 +182,7 @@ def _check_dtypes(folder: Path, weights: str) -> None:
         except CheckpointError:
             raise
         except Exception as exc:
-            raise CheckpointError(f"cannot load the weights {f} ({_one_line(exc)}); "
+            raise CheckpointError(f"cannot load the weights {f} ({first_line(exc)}); "
                                   "re-download or re-save the checkpoint") from None
 
 
@@ -194,11 +194,6 @@ def _non_finite(model) -> str | None:
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             return name
     return None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
 def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> LoadedModel:
@@ -227,7 +222,7 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     try:
         config = AlbertConfig.from_pretrained(str(folder), local_files_only=True)
     except Exception as exc:
-        raise CheckpointError(f"config.json in {folder} is not a valid ALBERT config ({_one_line(exc)})") from None
+        raise CheckpointError(f"config.json in {folder} is not a valid ALBERT config ({first_line(exc)})") from None
     config._attn_implementation = "eager"
     if len(tokenizer) > config.vocab_size:
         raise CheckpointError(
@@ -248,7 +243,7 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
             output_loading_info=True, attn_implementation="eager",
         )
     except Exception as exc:
-        raise CheckpointError(f"cannot load the weights {folder / weights} ({_one_line(exc)}); "
+        raise CheckpointError(f"cannot load the weights {folder / weights} ({first_line(exc)}); "
                               "re-download or re-save the checkpoint") from None
     finally:
         tf_logger.setLevel(level)

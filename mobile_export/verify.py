@@ -57,11 +57,13 @@ def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
     """Signal-to-quantization-noise ratio in dB: 10 log10(sum ref^2 / sum (ref - actual)^2)."""
     ref = np.asarray(reference, dtype=np.float64).ravel()
     err = ref - np.asarray(actual, dtype=np.float64).ravel()
-    noise = float(np.sum(err * err))
-    signal = float(np.sum(ref * ref))
+    return _sqnr_from_sums(float(np.sum(ref * ref)), float(np.sum(err * err)))
+
+
+def _sqnr_from_sums(signal: float, noise: float) -> float:
     if noise == 0.0:
         return math.inf
-    if signal == 0.0:
+    if signal == 0.0 or not math.isfinite(noise):
         return -math.inf
     return 10.0 * math.log10(signal / noise)
 
@@ -79,9 +81,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def _decisions(kind: OutputKind, outputs: list[np.ndarray]) -> np.ndarray:
     """The argmax decisions the task makes from one example's outputs (batch 1)."""
-    if kind is OutputKind.SEQUENCE_LOGITS:
-        return outputs[0].reshape(-1, outputs[0].shape[-1]).argmax(-1)
-    if kind is OutputKind.TOKEN_LOGITS:
+    if kind in (OutputKind.SEQUENCE_LOGITS, OutputKind.TOKEN_LOGITS):
         return outputs[0].reshape(-1, outputs[0].shape[-1]).argmax(-1)
     if kind is OutputKind.SPAN_LOGITS:
         return np.array([o.reshape(-1).argmax() for o in outputs])
@@ -143,12 +143,7 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
         ref_right = sum(int(_decisions(task.kind, reference[i])[0] == y) for i, y in labelled)
         act_right = sum(int(_decisions(task.kind, actual[i])[0] == y) for i, y in labelled)
         reference_accuracy, accuracy = ref_right / len(labelled), act_right / len(labelled)
-    if noise == 0.0:
-        snr = math.inf
-    elif sig == 0.0 or not math.isfinite(noise):
-        snr = -math.inf
-    else:
-        snr = 10.0 * math.log10(sig / noise)
+    snr = _sqnr_from_sums(sig, noise)
     agreement = (agree / decisions) if decisions else None
     failures = []
     t = thresholds

@@ -1,4 +1,4 @@
-"""Quantization schemes as data."""
+"""Quantization schemes as data: the name reports carry and what it means."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Scheme:
     name: str
-    weight_bits: int
-    weight_symmetric: bool
-    per_channel: bool
-    dynamic_activations: bool
+    description: str
 
 
 INT8_DYNAMIC_PER_CHANNEL = Scheme(
-    name="int8-dynamic-per-channel", weight_bits=8, weight_symmetric=True, per_channel=True,
-    dynamic_activations=True,
+    name="int8-dynamic-per-channel",
+    description="int8 activations quantized per tensor at run time; symmetric int8 weights, one scale per "
+                "output channel",
 )

@@ -195,3 +195,13 @@ def test_exports_are_byte_identical(tiny_checkpoint, tmp_path):
                           if not f["path"].startswith("report.")})  # reports hold timings and RSS
     assert manifests[0] == manifests[1]
     assert {"model.pte", "model.onnx"} <= set(manifests[0])
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_flag_works_on_either_side_of_the_command(tmp_path, capsys, where):
+    args = ["report", str(tmp_path / "missing")]
+    argv = ["--debug", *args] if where == "before" else [*args, "--debug"]
+    assert main(argv) == 2
+    assert "Traceback" in capsys.readouterr().err
+    assert main(args) == 2
+    assert "Traceback" not in capsys.readouterr().err

@@ -6,6 +6,8 @@ Each backend module provides::
     Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
     blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
     stores_int8(path) -> bool                                                 # default parity thresholds
+    memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
+    usage(stats) -> dict                                                      # how an app loads and calls it
     RUNTIME_VERSION() -> str
 
 The suffix of an artifact names its backend here and nowhere else (``for_path``). executorch and

@@ -192,6 +192,12 @@ CALLING_CONVENTION = {
 }
 
 
+def usage(stats: dict) -> dict:
+    """How an app loads and calls this export's .pte (recorded in manifest.json)."""
+    return {"load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
+            "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule")}
+
+
 def layer_schedule(config) -> list[int]:
     """Which layer group runs at each depth (transformers' AlbertTransformer rule)."""
     layers, groups = config.num_hidden_layers, config.num_hidden_groups
@@ -369,6 +375,33 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     return True, f"shared in RAM: each stored weight is packed once{how}"
 
 
+_NOISE = (b"[cpuinfo_utils.cpp:",)
+
+
+@contextlib.contextmanager
+def _runtime_chatter_filtered():
+    """The ExecuTorch runtime prints cpuinfo probing lines (``[cpuinfo_utils.cpp:71] Reading file ...``)
+    on the process's stderr when it first initializes; catch file descriptor 2 while loading and pass
+    every other line through, so real errors still show."""
+    import os
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().splitlines(keepends=True) if not line.startswith(_NOISE)]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
 class Runner:
     """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 
@@ -377,6 +410,10 @@ class Runner:
     """
 
     def __init__(self, path: Path, threads: int | None = None, verification: str = "internal") -> None:
+        with _runtime_chatter_filtered():
+            self._load(path, threads, verification)
+
+    def _load(self, path: Path, threads: int | None, verification: str) -> None:
         from executorch.runtime import Runtime, Verification
 
         if threads:

@@ -82,6 +82,13 @@ def stores_int8(path: Path) -> bool:
     return any(t.data_type in INT8_TYPES for t in model.graph.initializer)
 
 
+def usage(stats: dict) -> dict:
+    """How an app loads and calls this export's .onnx / .ort (recorded in manifest.json)."""
+    return {"load": "from a file path (Android: OrtEnvironment.createSession(path, options)), not a Java byte[]",
+            "calling_convention": {"name": "single-graph/1",
+                                   "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"}}
+
+
 def memory_sharing(path: Path) -> tuple[bool, str]:
     return True, ("shared in RAM: ONNX Runtime prepacks each stored weight once per session, so one stored copy "
                   "of the shared layer is one packed copy")

@@ -21,6 +21,7 @@ Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
 
 
 memory_sharing = onnx_backend.memory_sharing
+usage = onnx_backend.usage
 
 
 def initializers(path: Path):

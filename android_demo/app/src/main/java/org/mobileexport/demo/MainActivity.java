@@ -69,7 +69,7 @@ public final class MainActivity extends Activity {
                 runners.add(new ExecuTorchRunner(assets.toFile("model.pte", getFilesDir())));
             }
             if (assets.exists("model.onnx")) {
-                runners.add(new OrtRunner(assets.bytes("model.onnx")));
+                runners.add(new OrtRunner(assets.toFile("model.onnx", getFilesDir())));
             }
             if (runners.isEmpty()) {
                 return "No model.pte or model.onnx in assets/model: run `make android-assets`.";
