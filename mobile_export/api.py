@@ -18,7 +18,8 @@ from . import backends
 from .assets import labels, write_tokenizer_assets
 from .parity import by_length, cross_runtime, plot_data
 from .memory import measure as measure_memory
-from .size import Budget, breakdown, budget_verdict, resolve_budget
+from .budgets import Budget, budget_verdict, resolve_budget
+from .size import breakdown
 from .config import Backend, ExportOptions, Quant
 from .data import read_parity_file
 from .errors import (ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError,
@@ -81,10 +82,12 @@ def _versions() -> dict:
     return out
 
 
-def _max_len(loaded: LoadedModel, requested: int | None) -> int:
-    limit = int(loaded.config.max_position_embeddings)
+def _max_len(limit: int, requested: int | None) -> int:
+    """The longest input artifacts accept: ``requested`` checked against the model's position table."""
     if requested is None:
         return limit
+    if requested < 2:
+        raise BadInputError(f"--max-seq-len {requested} is too small; it must be >= 2 ([CLS] and [SEP])")
     if requested > limit:
         raise BadInputError(f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); "
                             f"pass at most {limit}")
@@ -111,9 +114,15 @@ SUMMARY_CONFIG_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidde
                        "type_vocab_size", "hidden_act")
 
 
+def _config_summary(config: dict) -> dict:
+    """The config fields a report records, from a config.json dict."""
+    summary = {k: config.get(k) for k in SUMMARY_CONFIG_KEYS}
+    summary["num_labels"] = config.get("num_labels") or len(config.get("id2label") or {}) or 2
+    return summary
+
+
 def _model_summary(loaded: LoadedModel) -> dict:
     c = loaded.config
-    keys = SUMMARY_CONFIG_KEYS + ("num_labels",)
     params = sum(p.numel() for p in loaded.model.parameters())  # parameters() yields shared ones once
     return {
         "source": loaded.source,
@@ -122,7 +131,7 @@ def _model_summary(loaded: LoadedModel) -> dict:
         "architecture": type(loaded.model).__name__,
         "task": loaded.task.name,
         "outputs": list(loaded.task.outputs),
-        "config": {k: getattr(c, k, None) for k in keys},
+        "config": _config_summary(c.to_dict()),
         "unique_parameters": int(params),
         "tokenizer": loaded.tokenizer_kind,
         "notes": list(loaded.notes),
@@ -180,7 +189,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
     data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     for note in loaded.notes:
         progress.say(f"note: {note}")
-    max_len = _max_len(loaded, options.max_seq_len)
+    max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
     thresholds = options.effective_thresholds
 
     staging = make_staging(out)
@@ -201,8 +210,11 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
             written.append("labels.json")
         summary = _model_summary(loaded)
         with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
-            sizes = [_size_entry(staging / r.file, summary, options, bool(replaced), max_len, budget)
-                     for r in results]
+            try:
+                sizes = [_size_entry(staging / r.file, summary, options.quant, bool(replaced), max_len, budget,
+                                     options.measure_memory) for r in results]
+            except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
+                raise ExportFailedError(str(exc)) from exc
         report = {
             "schema_version": REPORT_SCHEMA,
             "tool": "mobile-export",
@@ -277,15 +289,12 @@ def _parity_examples(loaded: LoadedModel, data, max_len: int, progress):
     return examples, reference, example_labels
 
 
-def _size_entry(path: Path, summary: dict, options: ExportOptions, int8_embeddings: bool, max_len: int,
-                budget: Budget | None) -> dict:
-    """The artifact's size section: breakdown, sharing verdict, memory, budget verdict."""
-    entry = breakdown(path, summary, options.quant.value, int8_embeddings)
-    if options.measure_memory:
-        try:
-            entry["memory"] = measure_memory(path, min(128, max_len))
-        except ArtifactLoadError as exc:  # we just wrote and checked it: our failure, not the user's
-            raise ExportFailedError(str(exc)) from exc
+def _size_entry(path: Path, summary: dict | None, quant: Quant, int8_embeddings: bool, max_len: int,
+                budget: Budget | None, measure: bool) -> dict:
+    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict."""
+    entry = breakdown(path, summary, quant.value, int8_embeddings)
+    if measure:
+        entry["memory"] = measure_memory(path, min(128, max_len))
     if budget:
         entry["budgets"] = [budget_verdict(entry, budget)]
     return entry
@@ -435,7 +444,7 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     with progress.step("loading checkpoint"):
         loaded = load_checkpoint(source, task)
     parity_data = read_parity_file(data, labels(loaded.config)) if data else None
-    max_len = _max_len(loaded, max_seq_len)
+    max_len = _max_len(int(loaded.config.max_position_embeddings), max_seq_len)
     examples, reference, example_labels = _parity_examples(loaded, parity_data, max_len, progress)
     results = []
     names = [p.name for p in paths]
@@ -467,3 +476,80 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         where = f"; details in {out / 'report.md'}" if out is not None else ""
         raise ParityError(f"parity check failed ({failed}){where}")
     return report
+
+
+def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:
+    """Write just the tokenizer assets an app needs (no weights are loaded).
+
+    Args:
+        source: checkpoint folder or hub id.
+        out: destination folder (created; files in it are replaced atomically).
+        max_seq_len: truncation length recorded in the settings; default max_position_embeddings.
+
+    Returns:
+        The names written into ``out``.
+    """
+    from .fsutil import make_staging, prepare_destination, publish, remove_staging
+    from .loading import load_tokenizer, read_config_dict, resolve_folder
+
+    folder = resolve_folder(source)
+    config = read_config_dict(folder)
+    max_len = _max_len(int(config.get("max_position_embeddings", 512)), max_seq_len)
+    tokenizer, kind = load_tokenizer(folder)
+    out = Path(out)
+    prepare_destination(out, overwrite=True)
+    staging = make_staging(out)
+    try:
+        names = write_tokenizer_assets(tokenizer, kind, folder, staging, max_len)
+        publish(staging, out, names)
+    finally:
+        remove_staging(staging)
+    return names
+
+
+def _size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool]:
+    """(model summary, quant, int8 embeddings) from ``checkpoint`` or the export's report.json beside it."""
+    import json
+
+    if checkpoint:
+        from .loading import read_config_dict, resolve_folder
+
+        config = read_config_dict(resolve_folder(checkpoint))
+        architecture = (config.get("architectures") or ["AlbertModel"])[0]
+        return {"config": _config_summary(config), "architecture": architecture}, None, True
+    report = path.parent / "report.json"
+    if report.is_file():
+        r = json.loads(report.read_text())
+        opts = r.get("options", {})
+        return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
+    return None, None, True
+
+
+def size_report(artifacts: list[str | os.PathLike], checkpoint: str | None = None, quant: Quant | None = None,
+                budgets: list[str] = (), measure: bool = True) -> list[dict]:
+    """What each artifact's bytes are, whether sharing survived on disk and in RAM, and budget verdicts.
+
+    Args:
+        artifacts: .pte / .onnx / .ort files.
+        checkpoint: the source checkpoint, when no export report.json sits beside an artifact.
+        quant: how the artifacts were quantized (default: from report.json, else int8).
+        budgets: sizes (``15MB``) or store presets; each gives a verdict per artifact.
+        measure: also load and run each artifact once in a fresh process to measure its RAM.
+
+    Returns:
+        One dict per artifact (see ``size.breakdown``), with ``memory`` and ``budgets``.
+    """
+    resolved = [resolve_budget(b) for b in budgets]
+    entries = []
+    for name in artifacts:
+        path = Path(name)
+        if not path.is_file():
+            raise BadInputError(f"{path} does not exist; pass {backends.suffix_list()} files")
+        backends.for_path(path)
+        info, stored_quant, int8_embeddings = _size_inputs(path, checkpoint)
+        chosen = quant or Quant(stored_quant or Quant.INT8.value)
+        positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
+        entry = _size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
+        entry["budgets"] = [budget_verdict(entry, b) for b in resolved]
+        entries.append(entry)
+    return entries

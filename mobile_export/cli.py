@@ -110,29 +110,20 @@ def _build_parser() -> argparse.ArgumentParser:
 def _thresholds(args, quant):
     from .config import Thresholds
 
-    if all(v is None for v in (args.max_abs_diff, args.min_agreement, args.min_sqnr)):
-        return None
-    base = Thresholds.default_for(quant)
-    return Thresholds(
-        max_abs_diff=args.max_abs_diff if args.max_abs_diff is not None else base.max_abs_diff,
-        min_agreement=args.min_agreement if args.min_agreement is not None else base.min_agreement,
-        min_sqnr_db=args.min_sqnr if args.min_sqnr is not None else base.min_sqnr_db,
-    )
+    return Thresholds.from_overrides(quant, args.max_abs_diff, args.min_agreement, args.min_sqnr)
 
 
 def _cmd_parity(args) -> int:
     from .api import parity_check
     from .config import Quant
     from .progress import Progress, Silent
+    from .reports import summary
 
     quant = Quant(args.quant) if args.quant else None
     report = parity_check(args.checkpoint, args.artifacts, out=args.out, data=args.data, quant=quant,
                           thresholds=_thresholds(args, quant or Quant.INT8), task=args.task,
                           max_seq_len=args.max_seq_len, progress=Silent() if args.quiet else Progress())
-    print(_summary(report))
-    for c in report.get("cross_runtime", []):
-        agree = "n/a" if c["agreement"] is None else f"{c['agreement']:.2%}"
-        print(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")
+    print(summary(report))
     if args.out:
         print(f"wrote report.json, report.md, report.html to {args.out}")
     return int(ExitCode.OK)
@@ -171,6 +162,7 @@ def _cmd_export(args) -> int:
     from .api import export
     from .config import Backend, ExportOptions, Quant
     from .progress import Progress, Silent
+    from .reports import summary
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
     quant = Quant(args.quant)
@@ -180,105 +172,27 @@ def _cmd_export(args) -> int:
                             budget=args.budget, measure_memory=not args.no_memory,
                             quantize_embeddings=not args.keep_fp32_embeddings)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
-    print(_summary(result.report))
+    print(summary(result.report))
     return int(ExitCode.OK)
-
-
-def _summary(report: dict) -> str:
-    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
-             f"{'accuracy':>15} {'ms/text':>8}  verdict"]
-    for a in report["artifacts"]:
-        p = a["parity"]
-        agree = "n/a" if p["agreement"] is None else f"{p['agreement']:.1%}"
-        acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
-        ms = a["stats"].get("parity_latency_ms", {}).get("median")
-        lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
-                     f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
-    if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
-        lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
-    for a in report["artifacts"]:
-        s = a.get("size")
-        if not s:
-            continue
-        mem = s.get("memory")
-        lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
-                     f"{'preserved' if s.get('sharing_preserved') else 'NOT preserved' if s.get('sharing_preserved') is False else 'n/a'}"
-                     + (f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
-                        if mem else "")
-                     + (f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
-                        if s.get("memory_sharing_preserved") is not None else ""))
-    if report.get("budget"):
-        b = report["budget"]
-        lines.append(f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
-                     f"{'within' if report['within_budget'] else 'OVER'}")
-    return "\n".join(lines)
 
 
 def _cmd_tokenizer(args) -> int:
-    from .assets import write_tokenizer_assets
-    from .errors import BadInputError
-    from .fsutil import make_staging, prepare_destination, publish, remove_staging
-    from .loading import load_tokenizer, read_config_dict, resolve_folder
+    from .api import write_tokenizer
 
-    folder = resolve_folder(args.checkpoint)
-    cfg = read_config_dict(folder)
-    tok, kind = load_tokenizer(folder)
-    limit = int(cfg.get("max_position_embeddings", 512))
-    max_len = args.max_seq_len or limit
-    if not 2 <= max_len <= limit:
-        raise BadInputError(f"--max-seq-len {max_len} must be between 2 and max_position_embeddings ({limit})")
-    out = Path(args.out)
-    prepare_destination(out, overwrite=True)
-    staging = make_staging(out)
-    try:
-        names = write_tokenizer_assets(tok, kind, folder, staging, max_len)
-        publish(staging, out, names)
-    finally:
-        remove_staging(staging)
-    print(f"wrote {', '.join(names)} to {out}")
+    names = write_tokenizer(args.checkpoint, args.out, args.max_seq_len)
+    print(f"wrote {', '.join(names)} to {args.out}")
     return int(ExitCode.OK)
-
-
-def _size_model_info(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool]:
-    """(model summary, quant, int8 embeddings) from --checkpoint or the export's report.json."""
-    import json
-
-    if checkpoint:
-        from .api import SUMMARY_CONFIG_KEYS
-        from .loading import read_config_dict, resolve_folder
-
-        cfg = read_config_dict(resolve_folder(checkpoint))
-        arch = (cfg.get("architectures") or ["AlbertModel"])[0]
-        config = {k: cfg[k] for k in SUMMARY_CONFIG_KEYS if k in cfg}
-        config["num_labels"] = len(cfg.get("id2label") or {}) or 2
-        return {"config": config, "architecture": arch}, None, True
-    report = path.parent / "report.json"
-    if report.is_file():
-        r = json.loads(report.read_text())
-        opts = r.get("options", {})
-        return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
-    return None, None, True
 
 
 def _cmd_size(args) -> int:
     import json
 
-    from .errors import BadInputError
-    from .memory import measure as measure_memory
-    from .size import breakdown, budget_verdict, format_entry, resolve_budget
+    from .api import size_report
+    from .config import Quant
+    from .size import format_entry
 
-    budgets = [resolve_budget(b) for b in args.budget or []]
-    entries = []
-    for name in args.artifacts:
-        path = Path(name)
-        if not path.is_file():
-            raise BadInputError(f"{path} does not exist; pass .pte or .onnx files")
-        info, quant, emb = _size_model_info(path, args.checkpoint)
-        entry = breakdown(path, info, args.quant or quant or "int8", emb)
-        if not args.no_memory:
-            entry["memory"] = measure_memory(path, min(128, int((info or {}).get("config", {}).get("max_position_embeddings") or 128)))
-        entry["budgets"] = [budget_verdict(entry, b) for b in budgets]
-        entries.append(entry)
+    entries = size_report(args.artifacts, args.checkpoint, Quant(args.quant) if args.quant else None,
+                          args.budget or [], measure=not args.no_memory)
     if args.json:
         print(json.dumps(entries, indent=2))
     else:

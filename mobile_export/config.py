@@ -57,6 +57,20 @@ class Thresholds:
             raise BadInputError("agreement threshold must be between 0 and 1")
 
     @staticmethod
+    def from_overrides(quant: Quant, max_abs_diff: float | None = None, min_agreement: float | None = None,
+                       min_sqnr_db: float | None = None) -> "Thresholds | None":
+        """The defaults for ``quant`` with the given limits replaced; None when nothing is overridden
+        (each artifact then gets the defaults of its own precision)."""
+        if max_abs_diff is None and min_agreement is None and min_sqnr_db is None:
+            return None
+        base = Thresholds.default_for(quant)
+        return Thresholds(
+            max_abs_diff=base.max_abs_diff if max_abs_diff is None else max_abs_diff,
+            min_agreement=base.min_agreement if min_agreement is None else min_agreement,
+            min_sqnr_db=base.min_sqnr_db if min_sqnr_db is None else min_sqnr_db,
+        )
+
+    @staticmethod
     def default_for(quant: Quant) -> "Thresholds":
         if quant is Quant.FP32:
             return Thresholds(max_abs_diff=1e-4)

@@ -221,3 +221,38 @@ def regenerate(folder: Path) -> list[str]:
     except (ValueError, KeyError, TypeError):
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
     return write_reports(report, folder)
+
+
+def summary(report: dict) -> str:
+    """The plain-text table the CLI prints after export and parity."""
+    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
+             f"{'accuracy':>15} {'ms/text':>8}  verdict"]
+    for a in report["artifacts"]:
+        p = a["parity"]
+        agree = "n/a" if p["agreement"] is None else f"{p['agreement']:.1%}"
+        acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
+        ms = a["stats"].get("parity_latency_ms", {}).get("median")
+        lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
+                     f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
+    if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
+        lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
+    for a in report["artifacts"]:
+        s = a.get("size")
+        if not s:
+            continue
+        mem = s.get("memory")
+        shared = s.get("sharing_preserved")
+        lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
+                     f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
+                     + (f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
+                        if mem else "")
+                     + (f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
+                        if s.get("memory_sharing_preserved") is not None else ""))
+    if report.get("budget"):
+        b = report["budget"]
+        lines.append(f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
+                     f"{'within' if report['within_budget'] else 'OVER'}")
+    for c in report.get("cross_runtime", []) if report.get("tool") == "mobile-export parity" else []:
+        agree = "n/a" if c["agreement"] is None else f"{c['agreement']:.2%}"
+        lines.append(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")
+    return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""What an artifact's bytes are: breakdown by part of the model, sharing verdict, budgets, memory.
+"""What an artifact's bytes are: breakdown by part of the model and the sharing verdicts (size budgets
+live in budgets.py, resident memory in memory.py).
 
 The breakdown reads the artifact itself: the distinct weight blobs it stores (ExecuTorch's named
 data and constant buffers; ONNX initializers), matched to the model's parameters by size. ALBERT's
@@ -12,57 +13,11 @@ import hashlib
 import json
 import zlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
-from .config import parse_size
-from .errors import BadInputError
 
 GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
           "pooler", "task head")
-CHECKED = "2026-11-29"
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A size limit; store limits apply to the compressed download, a plain number to the file."""
-
-    name: str
-    bytes: int
-    compressed: bool
-    source: str = ""
-    checked: str = ""
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "bytes": self.bytes, "applies_to": "compressed" if self.compressed else "file",
-                "source": self.source, "checked": self.checked}
-
-
-PRESETS = {
-    "play-base": Budget("Google Play base module (compressed download)", 500 * 10**6, True,
-                        "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "play-asset-pack": Budget("Google Play asset pack (compressed download)", 1500 * 10**6, True,
-                              "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "legacy-apk": Budget("Google Play legacy APK (compressed download)", 100 * 10**6, True,
-                         "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "app-store-cellular": Budget("App Store cellular download", 200 * 10**6, True,
-                                 "https://developer.apple.com/help/app-store-connect/reference/maximum-build-file-sizes",
-                                 CHECKED),
-}
-
-
-def resolve_budget(text: str) -> Budget:
-    """A preset name (``play-base`` ...) or a size (``15MB``)."""
-    key = text.strip().lower()
-    if key in PRESETS:
-        return PRESETS[key]
-    try:
-        return Budget(f"{text.strip()} file size", parse_size(text), False)
-    except BadInputError:
-        raise BadInputError(f"cannot read budget '{text}'; write a size like 15MB or one of: "
-                            f"{', '.join(PRESETS)}") from None
-
-
 # ---------------------------------------------------------------------------------------------- blobs
 
 
@@ -195,13 +150,6 @@ def _slots_cache(model_info: dict, quant: str, int8_embeddings: bool) -> list[tu
     if key not in _SLOTS:
         _SLOTS[key] = _slots(model_info, quant, int8_embeddings)
     return _SLOTS[key]
-
-
-def budget_verdict(entry: dict, budget: Budget) -> dict:
-    """The budget, what was measured against it (compressed or file size), and whether it fits."""
-    measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
-    return {**budget.as_dict(), "within": measured <= budget.bytes, "over_bytes": max(0, measured - budget.bytes),
-            "measured_bytes": measured}
 
 
 # --------------------------------------------------------------------------------------------- text

@@ -13,9 +13,7 @@ import glob
 import json
 import os
 import random
-import shutil
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -25,8 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "android_demo" / "core"
 TOKENIZE = CORE / "tokenize.sh"
 
-pytestmark = pytest.mark.skipif(shutil.which("javac") is None or not Path("/usr/share/java/com.android.json.jar").exists(),
-                                reason="needs a JDK and org.json (apt-get install default-jdk libandroid-json-java)")
+pytestmark = pytest.mark.needs_tool("java")
 
 
 def english_lines(limit: int = 12000) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +65,6 @@ def test_nan_in_the_artifact_always_fails(ref):
 
 # ---------------------------------------------------------------- tokenizers: Java == Python
 
-JAVA = shutil.which("javac") is not None and Path("/usr/share/java/com.android.json.jar").exists()
 text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\n"), max_size=60)
 
 
@@ -89,7 +87,7 @@ def tokenizers(tmp_path_factory):
     return {"wordpiece": (wp, root / "wp"), "sentencepiece": (sp, root / "sp-assets")}
 
 
-@pytest.mark.skipif(not JAVA, reason="needs a JDK and org.json (apt-get install default-jdk libandroid-json-java)")
+@pytest.mark.needs_tool("java")
 @pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(text, min_size=100, max_size=200))

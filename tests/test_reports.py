@@ -101,7 +101,7 @@ def test_parity_and_report_bad_input(tiny_checkpoint, tmp_path, capsys):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install chromium)")
+@pytest.mark.needs_tool("chromium")
 def test_html_report_renders_in_headless_chromium(onnx_export):
     proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
                            "--enable-logging=stderr", "--v=0", "--dump-dom", (onnx_export / "report.html").as_uri()],

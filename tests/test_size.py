@@ -9,7 +9,8 @@ import pytest
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.cli import main
 from mobile_export.errors import BadInputError
-from mobile_export.size import PRESETS, breakdown, resolve_budget
+from mobile_export.budgets import PRESETS, resolve_budget
+from mobile_export.size import breakdown
 
 
 def _run(argv, capsys):

@@ -260,11 +260,12 @@ class _Head(torch.nn.Module):
         return tuple(out[name] for name in self.output_names)
 
 
-def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int]]:
-    """The XNNPACK-friendly copy of ``wrapper`` cut into methods: embed, one per layer group, head."""
+def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
+    """The XNNPACK-friendly copy of ``wrapper`` cut into methods (embed, one per layer group, head),
+    the layer schedule, and the counts of rewritten modules."""
     import copy
 
-    friendly, _ = xnnpack_friendly(wrapper, quant)
+    friendly, rewritten = xnnpack_friendly(wrapper, quant)
     model = friendly.model
     base = model.base_model
     methods: dict[str, torch.nn.Module] = {EMBED_METHOD: _Embed(base)}
@@ -278,7 +279,7 @@ def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.M
         head_model = copy.copy(model)
         head_model._modules = dict(model._modules, **{model.base_model_prefix: head_base})
     methods[HEAD_METHOD] = _Head(head_model, tuple(wrapper.output_names))
-    return {k: v.eval() for k, v in methods.items()}, layer_schedule(base.config)
+    return {k: v.eval() for k, v in methods.items()}, layer_schedule(base.config), rewritten
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
@@ -291,7 +292,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    methods, schedule = stages(wrapper, quant)
+    methods, schedule, rewritten = stages(wrapper, quant)
     seq = dynamic_shapes["input_ids"][1]
     examples = {EMBED_METHOD: example}
     with torch.no_grad():
@@ -329,7 +330,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
         outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
     return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
-            "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+            "rewritten_for_xnnpack": rewritten, "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
 def _read(path: Path):
