@@ -31,7 +31,7 @@ def quantize_graph(graph_module: torch.fx.GraphModule, calibration: Iterable[tup
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     quantizer = XNNPACKQuantizer()
-    quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    quantizer.set_global(get_symmetric_quantization_config(is_per_channel=scheme.per_channel, is_dynamic=True))
     prepared = prepare_pt2e(graph_module, quantizer)
     with torch.no_grad():
         for inputs in calibration:

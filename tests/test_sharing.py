@@ -39,9 +39,9 @@ def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quan
     assert per_layer < 0.05 * one_layer, f"{backend} {quant}: {sizes}: {per_layer:.0f} B per extra layer"
     if backend is Backend.EXECUTORCH:
         # The layer-loop program holds the shared layer as one method whatever the depth: no XNNPACK
-        # call and no graph is added per layer, only one more entry in the layer_schedule.
+        # call and no graph is added per layer, only one more int in the layer_schedule (~85 B).
         assert partitions[4] == partitions[1], partitions
-        assert per_layer < 64, f"{sizes}: {per_layer:.0f} B per extra layer"
+        assert per_layer < 256, f"{sizes}: {per_layer:.0f} B per extra layer"
 
 
 def test_onnx_int8_quantizes_every_weight_matmul_once(tiny_checkpoint, tmp_path):
