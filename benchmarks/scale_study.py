@@ -1,4 +1,4 @@
-"""Scale study (issue 4): how file size, export time and latency grow with model size and sequence length.
+"""Scale study: how file size, export time and latency grow with model size and sequence length.
 
     .venv/bin/python benchmarks/scale_study.py --out out/scale [--shapes base,large] [--seq-lens 16,128,512]
 

@@ -6,8 +6,8 @@ Public API::
     result = export("path/to/albert", "out/", ExportOptions(quant=Quant.INT8))
 """
 
-from .api import ArtifactResult, ExportResult, export
-from .config import Backend, ExportOptions, Quant, Thresholds
+from .api import ArtifactResult, ExportResult, export, parity_check, size_report, write_tokenizer
+from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
 from .errors import (
     BadInputError,
     BudgetError,
@@ -24,5 +24,6 @@ from .loading import LoadedModel, load_checkpoint
 __all__ = [
     "ArtifactResult", "Backend", "BadInputError", "BudgetError", "CheckpointError", "ExitCode",
     "ExportFailedError", "ExportOptions", "ExportResult", "LoadedModel", "MobileExportError", "OutputError",
-    "ParityError", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
+    "ParityError", "ParityOptions", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
+    "parity_check", "size_report", "write_tokenizer",
 ]

@@ -20,23 +20,46 @@ from .parity import by_length, cross_runtime, plot_data
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
-from .config import Backend, ExportOptions, Quant
+from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
 from .data import read_parity_file
 from .errors import (ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError,
                      first_line)
 from .fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
-from .reports import write_reports
+from .reports import ExportReport, write_reports
 from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
 from .tasks import get_task
 from .texts import long_text, parity_texts
 from .verify import ParityResult, compare
 
-REPORT_SCHEMA = 2
 MANIFEST_SCHEMA = 2
 _OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
                  "report.html", "manifest.json")
+
+
+@dataclass(frozen=True)
+class ParityInputs:
+    """The texts every artifact is judged on, tokenized, with the fp32 reference's outputs."""
+
+    examples: list
+    reference: list
+    labels: list | None
+    source: str
+
+    def describe(self) -> dict:
+        return {"source": self.source, "examples": len(self.examples),
+                "labelled": sum(y is not None for y in self.labels or []),
+                "lengths": sorted({ex.length for ex in self.examples})}
+
+
+@dataclass(frozen=True)
+class _Check:
+    """What a parity check of one artifact needs besides the artifact."""
+
+    loaded: LoadedModel
+    inputs: ParityInputs
+    progress: Progress
 
 
 @dataclass
@@ -61,7 +84,7 @@ class ExportResult:
     """What ``export`` wrote (or, when ``passed`` is False, what it refused to write)."""
 
     out: Path
-    report: dict
+    report: dict  # ExportReport.to_json(): what report.json holds
     artifacts: list[ArtifactResult]
 
     @property
@@ -190,16 +213,11 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
     for note in loaded.notes:
         progress.say(f"note: {note}")
     max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
-    thresholds = options.effective_thresholds
-
     staging = make_staging(out)
     try:
-        examples, reference, example_labels = _parity_examples(loaded, data, max_len, progress)
+        check = _Check(loaded, _parity_examples(loaded, data, max_len, progress), progress)
         wrapper, replaced = _export_module(loaded, options)
-        results = []
-        for backend in options.backends:
-            results.append(_export_one(backend, loaded, wrapper, options.quant, max_len, staging, examples,
-                                       reference, thresholds, progress, example_labels))
+        results = [_export_one(backend, wrapper, options, max_len, staging, check) for backend in options.backends]
         written = [r.file for r in results]
         with progress.step("tokenizer assets"):
             written += ["tokenizer"]
@@ -215,26 +233,16 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                                      options.measure_memory) for r in results]
             except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
                 raise ExportFailedError(str(exc)) from exc
-        report = {
-            "schema_version": REPORT_SCHEMA,
-            "tool": "mobile-export",
-            "versions": _versions(),
-            "model": summary,
-            "options": {"backends": [b.value for b in options.backends], "quant": options.quant.value,
-                        "task": loaded.task.name, "max_seq_len": max_len,
-                        "int8_embeddings": replaced},
-            "parity_data": {"source": data.source if data else "built-in text", "examples": len(examples),
-                            "labelled": sum(y is not None for y in example_labels or []),
-                            "lengths": sorted({ex.length for ex in examples})},
-            "budget": budget.as_dict() if budget else None,
-            "artifacts": [{**_artifact_dict(r), "size": e} for r, e in zip(results, sizes)],
-            "cross_runtime": cross_runtime(loaded.task, {r.file: r.outputs for r in results}),
-            "passed": all(r.parity.passed for r in results),
-            "timings_seconds": {k: round(v, 2) for k, v in progress.timings.items()},
-        }
-        result = ExportResult(out=out, report=report, artifacts=results)
+        typed = _build_report("mobile-export", check, results,
+                              {"backends": [b.value for b in options.backends], "quant": options.quant.value,
+                               "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced},
+                              [{"size": e} for e in sizes])
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
-        report["within_budget"] = not over if budget else None
+        if budget:
+            typed.budget, typed.within_budget = budget.as_dict(), not over
+        typed.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
+        report = typed.to_json()
+        result = ExportResult(out=out, report=report, artifacts=results)
         if result.passed and over:
             write_json(out / "report.failed.json", report)
             what = "compressed size" if budget.compressed else "size"
@@ -252,7 +260,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         written.append("report.json")
         with progress.step("human reports (report.md, report.html)"):
             written += write_reports(report, staging)
-        manifest = _manifest(staging, written, loaded, examples, reference, results, thresholds)
+        manifest = _manifest(staging, written, check, results)
         write_json(staging / "manifest.json", manifest)
         written.append("manifest.json")
         if options.overwrite:
@@ -274,9 +282,9 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         remove_staging(staging)
 
 
-def _parity_examples(loaded: LoadedModel, data, max_len: int, progress):
-    """(examples, fp32 reference outputs, labels or None): the user's text plus the empty text and the
-    longest input, or the built-in mix of real sentences at many lengths."""
+def _parity_examples(loaded: LoadedModel, data, max_len: int, progress) -> ParityInputs:
+    """The user's text plus the empty text and the longest input, or the built-in mix of real
+    sentences at many lengths, with the fp32 reference's outputs."""
     with progress.step("fp32 reference on parity text"):
         if data is not None:
             texts = [""] + data.texts + [long_text(loaded.tokenizer, max_len)]
@@ -286,7 +294,7 @@ def _parity_examples(loaded: LoadedModel, data, max_len: int, progress):
             example_labels = None
         examples = tokenize(loaded.tokenizer, texts, max_len)
         reference = reference_outputs(loaded.model, loaded.task, examples)
-    return examples, reference, example_labels
+    return ParityInputs(examples, reference, example_labels, data.source if data is not None else "built-in text")
 
 
 def _size_entry(path: Path, summary: dict | None, quant: Quant, int8_embeddings: bool, max_len: int,
@@ -313,8 +321,10 @@ def _export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.n
     return ExportWrapper(model, loaded.task).eval(), replaced
 
 
-def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, reference, thresholds,
-                progress, example_labels=None) -> ArtifactResult:
+def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, max_len: int, staging: Path,
+                check: _Check) -> ArtifactResult:
+    """Export, then check in the runtime, one artifact."""
+    loaded, progress, quant = check.loaded, check.progress, options.quant
     info = backends.get_info(backend)
     module = backends.load(backend)
     shape, dyn = _dynamic_shapes(backend, max_len)
@@ -335,8 +345,7 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
                                 "rerun with --debug for the traceback") from exc
     seconds = time.monotonic() - t0
     try:
-        checked = _check_artifact(backend, dest, quant, loaded, examples, reference, thresholds, progress,
-                                  example_labels)
+        checked = _check_artifact(backend, dest, quant, options.effective_thresholds, check)
     except ArtifactLoadError as exc:  # we just wrote it: our failure, not the user's
         raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
     checked.stats = dict(stats, **checked.stats)
@@ -344,9 +353,10 @@ def _export_one(backend, loaded, wrapper, quant, max_len, staging, examples, ref
     return checked
 
 
-def _check_artifact(backend: Backend, dest: Path, quant: Quant, loaded: LoadedModel, examples, reference,
-                    thresholds, progress, example_labels=None) -> ArtifactResult:
+def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thresholds, check: _Check) -> ArtifactResult:
     """Run ``dest`` in its real runtime on every example and compare with the fp32 reference."""
+    loaded, progress = check.loaded, check.progress
+    examples, reference, example_labels = check.inputs.examples, check.inputs.reference, check.inputs.labels
     info = backends.get_info(backend)
     module = backends.load(backend)
     with progress.step(f"{backend.value}: parity in {info.runtime} on {len(examples)} texts"):
@@ -385,8 +395,7 @@ def _artifact_dict(r: ArtifactResult) -> dict:
             "parity": {**r.parity.to_dict(), "by_length": r.by_length}, "plot": r.plot}
 
 
-def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, reference,
-              results: list[ArtifactResult], thresholds) -> dict:
+def _manifest(staging: Path, names: list[str], check: _Check, results: list[ArtifactResult]) -> dict:
     """What an app needs: files with checksums, how to load and call each artifact, golden examples."""
     artifacts = []
     for r in results:
@@ -401,8 +410,10 @@ def _manifest(staging: Path, names: list[str], loaded: LoadedModel, examples, re
         for p in paths:
             files.append({"path": p.relative_to(staging).as_posix(), "bytes": p.stat().st_size,
                           "sha256": sha256_file(p)})
+    loaded = check.loaded
     return {"schema_version": MANIFEST_SCHEMA, "task": loaded.task.name, "outputs": list(loaded.task.outputs),
-            "artifacts": artifacts, "files": files, "golden": _golden(loaded, examples, reference)}
+            "artifacts": artifacts, "files": files,
+            "golden": _golden(check.loaded, check.inputs.examples, check.inputs.reference)}
 
 
 def detect_quant(path: Path) -> Quant:
@@ -412,26 +423,24 @@ def detect_quant(path: Path) -> Quant:
 
 
 def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], out: str | os.PathLike | None = None,
-                 data: str | None = None, quant: Quant | None = None, thresholds=None, task: str | None = None,
-                 max_seq_len: int | None = None, progress: Progress | None = None) -> dict:
-    """Check existing artifacts against the fp32 reference of ``source``; returns the report.
+                 options: ParityOptions | None = None, progress: Progress | None = None) -> dict:
+    """Check existing artifacts against the fp32 reference of ``source``; returns the report (JSON).
 
     Each artifact runs in its real runtime (ExecuTorch with full program verification, ONNX Runtime).
     With ``out``, report.json, report.md and report.html are written there (atomically). Raises
     ParityError (exit 3) when any artifact fails its thresholds, after writing the reports.
     """
-    from .config import Thresholds
-
+    options = options or ParityOptions()
     progress = progress or Silent()
     paths = [Path(a) for a in artifacts]
     for p in paths:
         if not p.is_file():
-            raise BadInputError(f"{p} does not exist; pass .pte, .onnx or .ort files")
+            raise BadInputError(f"{p} does not exist; pass {backends.suffix_list()} files")
         backends.for_path(p)
     quants = []
     for p in paths:  # every artifact readable before the (slow) reference run
         try:
-            quants.append(quant or detect_quant(p))
+            quants.append(options.quant or detect_quant(p))
         except MobileExportError:
             raise
         except Exception as exc:
@@ -442,31 +451,21 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         if out.exists() and not out.is_dir():
             raise BadInputError(f"--out {out} is a file; pass a folder")
     with progress.step("loading checkpoint"):
-        loaded = load_checkpoint(source, task)
-    parity_data = read_parity_file(data, labels(loaded.config)) if data else None
-    max_len = _max_len(int(loaded.config.max_position_embeddings), max_seq_len)
-    examples, reference, example_labels = _parity_examples(loaded, parity_data, max_len, progress)
+        loaded = load_checkpoint(source, options.task)
+    parity_data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+    max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    check = _Check(loaded, _parity_examples(loaded, parity_data, max_len, progress), progress)
     results = []
     names = [p.name for p in paths]
     for p, q in zip(paths, quants):
-        t = thresholds or Thresholds.default_for(q)
-        r = _check_artifact(backends.for_path(p), p, q, loaded, examples, reference, t, progress, example_labels)
+        r = _check_artifact(backends.for_path(p), p, q, options.thresholds or Thresholds.default_for(q), check)
         if names.count(p.name) > 1:
             r.file = str(p)
         results.append(r)
-    report = {
-        "schema_version": REPORT_SCHEMA,
-        "tool": "mobile-export parity",
-        "versions": _versions(),
-        "model": _model_summary(loaded),
-        "options": {"quant": quant.value if quant else "auto", "task": loaded.task.name, "max_seq_len": max_len},
-        "parity_data": {"source": parity_data.source if parity_data else "built-in text", "examples": len(examples),
-                        "labelled": sum(y is not None for y in example_labels or []),
-                        "lengths": sorted({ex.length for ex in examples})},
-        "artifacts": [{**_artifact_dict(r), "path": str(p)} for r, p in zip(results, paths)],
-        "cross_runtime": cross_runtime(loaded.task, {r.file: r.outputs for r in results}),
-        "passed": all(r.parity.passed for r in results),
-    }
+    report = _build_report("mobile-export parity", check, results,
+                           {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
+                            "max_seq_len": max_len},
+                           [{"path": str(p)} for p in paths]).to_json()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "report.json", report)
@@ -476,6 +475,17 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         where = f"; details in {out / 'report.md'}" if out is not None else ""
         raise ParityError(f"parity check failed ({failed}){where}")
     return report
+
+
+def _build_report(tool: str, check: _Check, results: list[ArtifactResult], options: dict,
+                  per_artifact: list[dict]) -> ExportReport:
+    """The one report both commands write: model, options, parity data, artifacts, cross-runtime."""
+    return ExportReport(
+        tool=tool, versions=_versions(), model=_model_summary(check.loaded), options=options,
+        parity_data=check.inputs.describe(),
+        artifacts=[{**_artifact_dict(r), **extra} for r, extra in zip(results, per_artifact)],
+        cross_runtime=cross_runtime(check.loaded.task, {r.file: r.outputs for r in results}),
+    )
 
 
 def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:

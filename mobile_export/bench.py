@@ -31,7 +31,10 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
     from .config import Backend
     from .memory import reset_peak, resident_kib, status_kib
 
-    torch.set_num_threads(threads)
+    # torch is the runtime only for the eager reference; for artifacts it merely wraps arrays between
+    # ExecuTorch method calls, and its idle OpenMP workers spinning after a copy would steal the cores
+    # the runtime's own threadpool runs on (the app has no torch at all)
+    torch.set_num_threads(threads if kind == "torch" else 1)
     if kind != "torch":
         info = backends.get_info(Backend(kind))
         module = backends.load(info.backend)
@@ -115,7 +118,8 @@ def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int,
             warmup: int = 5) -> dict:
     proc = subprocess.run([sys.executable, "-m", "mobile_export.bench", kind, path, str(threads),
                            ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab)], capture_output=True,
-                          text=True, timeout=3600, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+                          text=True, timeout=3600,
+                          env=dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)))
     lines = [l for l in proc.stdout.splitlines() if l.startswith("BENCH ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -115,14 +115,15 @@ def _thresholds(args, quant):
 
 def _cmd_parity(args) -> int:
     from .api import parity_check
-    from .config import Quant
+    from .config import ParityOptions, Quant
     from .progress import Progress, Silent
     from .reports import summary
 
     quant = Quant(args.quant) if args.quant else None
-    report = parity_check(args.checkpoint, args.artifacts, out=args.out, data=args.data, quant=quant,
-                          thresholds=_thresholds(args, quant or Quant.INT8), task=args.task,
-                          max_seq_len=args.max_seq_len, progress=Silent() if args.quiet else Progress())
+    options = ParityOptions(data=args.data, quant=quant, thresholds=_thresholds(args, quant or Quant.INT8),
+                            task=args.task, max_seq_len=args.max_seq_len)
+    report = parity_check(args.checkpoint, args.artifacts, out=args.out, options=options,
+                          progress=Silent() if args.quiet else Progress())
     print(summary(report))
     if args.out:
         print(f"wrote report.json, report.md, report.html to {args.out}")

@@ -123,6 +123,25 @@ class ExportOptions:
         return self.thresholds or Thresholds.default_for(self.quant)
 
 
+@dataclass(frozen=True)
+class ParityOptions:
+    """How ``parity_check`` judges existing artifacts.
+
+    Args:
+        data: parity data file; None uses built-in text.
+        quant: thresholds of this precision for every artifact; None picks per artifact from what it stores.
+        thresholds: explicit limits (overrides ``quant``'s defaults).
+        task: the checkpoint's task; None infers it.
+        max_seq_len: longest input the artifacts accept; None means max_position_embeddings.
+    """
+
+    data: str | None = None
+    quant: Quant | None = None
+    thresholds: Thresholds | None = None
+    task: str | None = None
+    max_seq_len: int | None = None
+
+
 _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 
 

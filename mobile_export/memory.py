@@ -13,7 +13,7 @@ Resident pages are read from ``/proc/self/smaps`` and split three ways:
 
 ``model_rss_bytes`` = private + artifact growth over the baseline taken after the runtime import.
 ``peak_over_baseline_bytes`` is the process's peak (VmHWM) over that baseline, library pages and
-transient load buffers included: the coarse number earlier versions reported as model RSS.
+transient load buffers included.
 """
 
 from __future__ import annotations

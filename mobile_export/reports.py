@@ -11,10 +11,45 @@ import json
 import math
 from pathlib import Path
 
+from dataclasses import dataclass, field
+
 from .errors import BadInputError
 from .fsutil import write_bytes
 from .size import GROUPS
 
+
+
+REPORT_SCHEMA = 2
+
+
+@dataclass
+class ExportReport:
+    """What ``export`` and ``parity`` found, as written to report.json (``to_json``) and rendered below.
+
+    ``artifacts`` holds one JSON object per artifact (file, bytes, sha256, parity metrics, stats, size).
+    """
+
+    tool: str
+    versions: dict
+    model: dict
+    options: dict
+    parity_data: dict
+    artifacts: list[dict]
+    cross_runtime: list[dict]
+    budget: dict | None = None
+    within_budget: bool | None = None
+    timings_seconds: dict = field(default_factory=dict)
+    schema_version: int = REPORT_SCHEMA
+
+    @property
+    def passed(self) -> bool:
+        return all(a["parity"]["passed"] for a in self.artifacts)
+
+    def to_json(self) -> dict:
+        return {"schema_version": self.schema_version, "tool": self.tool, "versions": self.versions,
+                "model": self.model, "options": self.options, "parity_data": self.parity_data,
+                "budget": self.budget, "artifacts": self.artifacts, "cross_runtime": self.cross_runtime,
+                "passed": self.passed, "timings_seconds": self.timings_seconds, "within_budget": self.within_budget}
 
 
 def _pct(v) -> str:

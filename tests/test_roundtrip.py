@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from mobile_export import Backend, ExportOptions, Quant, Thresholds, backends, export
+from mobile_export.api import detect_quant
 from mobile_export.tasks import supported_tasks
 
 # Alternate tokenizer kinds so both are exercised through every backend.
@@ -127,6 +128,11 @@ def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
 
     for row in rows:
         check(runner.run(_feeds([row], pad)), row)
+    # batch 1 with padding (zeros in the attention mask): the padded positions must change nothing
+    padded = {k: v[:1] for k, v in _feeds([rows[1], rows[2]], pad).items()}
+    assert padded["attention_mask"][0, len(rows[1]):].sum() == 0 and padded["input_ids"].shape[1] == len(rows[2])
+    check(runner.run(padded), rows[1])
+    assert detect_quant(artifact) is quant  # the default parity thresholds follow what the file stores
     if info.dynamic_batch:  # a padded batch of three lengths
         batched = runner.run(_feeds(rows[:3], pad))
         for i, row in enumerate(rows[:3]):

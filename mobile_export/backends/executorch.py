@@ -19,9 +19,9 @@ def RUNTIME_VERSION() -> str:
 
 class SigmoidGelu(torch.nn.Module):
     """gelu_new (tanh approximation) as ``x * sigmoid(x * (2a + 2ab x^2))``: the same function
-    (0.5 (1 + tanh z) = sigmoid(2z); max difference 2e-15 in float64), in six ops XNNPACK takes, where
-    ``pow(x, 3)`` stayed outside the delegate as a slow portable kernel (measured: 2-3x the latency
-    of the demo model) and the textbook form needs nine ops per layer."""
+    (0.5 (1 + tanh z) = sigmoid(2z); max difference 2e-15 in float64), in six ops XNNPACK takes; the
+    textbook form's ``pow(x, 3)`` stays outside the delegate as a slow portable kernel and the form
+    needs nine ops per layer."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.sigmoid(x * (1.5957691216057308 + 0.0713548162726009 * (x * x)))
@@ -158,10 +158,8 @@ class _ShortSha256:
 def short_constant_keys():
     """Name XNNPACK's constants by 64 bits of their SHA-256 instead of all 256 while lowering.
 
-    Every delegated layer refers to each of its constants (weights, biases, per-channel scales) by that
-    key, so an unrolled ALBERT stores ~20 keys per layer even though the weights themselves are stored
-    once: with 64-hex-character keys that was ~900 of the ~9,700 bytes each extra layer adds to the
-    .pte. The keys only need to be unique within one file; ExecuTorch's named-data store refuses one
+    Every delegated call refers to each of its constants (weights, biases, per-channel scales) by that
+    key. The keys only need to be unique within one file; ExecuTorch's named-data store refuses one
     key for two different blobs, so a collision would fail the export, never corrupt it.
     """
     from executorch.backends.xnnpack.operators import node_visitor
