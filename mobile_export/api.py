@@ -16,7 +16,7 @@ from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
-from .parity import by_length, cross_runtime, plot_data
+from .parity import LengthBucket, PlotData, by_length, cross_runtime, plot_data
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
@@ -73,9 +73,9 @@ class ArtifactResult:
     sha256: str
     export_seconds: float
     parity: ParityResult
-    stats: dict = field(default_factory=dict)
-    by_length: list = field(default_factory=list)
-    plot: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)  # backend-specific export and runtime facts, as JSON
+    by_length: list[LengthBucket] = field(default_factory=list)
+    plot: PlotData | None = None
     outputs: list = field(default_factory=list, repr=False)  # per example, for cross-runtime checks
 
 
@@ -392,7 +392,8 @@ def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
             "scheme": INT8_DYNAMIC_PER_CHANNEL.name if r.quant is Quant.INT8 else "fp32",
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
-            "parity": {**r.parity.to_dict(), "by_length": r.by_length}, "plot": r.plot}
+            "parity": {**r.parity.to_dict(), "by_length": [b.to_dict() for b in r.by_length]},
+            "plot": r.plot.to_dict() if r.plot else {}}
 
 
 def _manifest(staging: Path, names: list[str], check: _Check, results: list[ArtifactResult]) -> dict:

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import numpy as np
 
 from .config import Thresholds
@@ -19,7 +21,36 @@ def bucket_name(lo: int, hi: int) -> str:
     return f"{lo}+" if hi >= 1 << 30 else f"{lo}-{hi}"
 
 
-def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[dict]:
+@dataclass(frozen=True)
+class LengthBucket:
+    """Parity metrics of the examples whose token count falls in one bucket."""
+
+    bucket: str
+    examples: int
+    max_abs_diff: float
+    mean_abs_diff: float
+    sqnr_db: float
+    min_cosine: float
+    agreement: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PlotData:
+    """What the HTML report plots: sampled (fp32, artifact) output values, and per example its length
+    and max |diff|."""
+
+    reference: list[float]
+    artifact: list[float]
+    per_example: list[list]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[LengthBucket]:
     """Metrics per sequence-length bucket (only buckets that have examples)."""
     out = []
     none = Thresholds(max_abs_diff=None, min_agreement=None, min_sqnr_db=None)
@@ -28,13 +59,13 @@ def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[dic
         if not idx:
             continue
         r = compare(task, [reference[i] for i in idx], [actual[i] for i in idx], none)
-        out.append({"bucket": bucket_name(lo, hi), "examples": len(idx), "max_abs_diff": r.max_abs_diff,
-                    "mean_abs_diff": r.mean_abs_diff, "sqnr_db": r.sqnr_db, "min_cosine": r.min_cosine,
-                    "agreement": r.agreement})
+        out.append(LengthBucket(bucket=bucket_name(lo, hi), examples=len(idx), max_abs_diff=r.max_abs_diff,
+                                mean_abs_diff=r.mean_abs_diff, sqnr_db=r.sqnr_db, min_cosine=r.min_cosine,
+                                agreement=r.agreement))
     return out
 
 
-def plot_data(reference, actual, lengths: list[int]) -> dict:
+def plot_data(reference, actual, lengths: list[int]) -> PlotData:
     """What the HTML report plots, small enough to keep in report.json: a deterministic sample of
     (fp32, artifact) output values and each example's length and max |diff|."""
     ref = np.concatenate([np.asarray(o, np.float64).ravel() for outs in reference for o in outs])
@@ -45,9 +76,8 @@ def plot_data(reference, actual, lengths: list[int]) -> dict:
         d = max((float(np.max(np.abs(np.asarray(r, np.float64) - np.asarray(a, np.float64)))) if np.size(r) else 0.0)
                 for r, a in zip(outs_r, outs_a))
         per_example.append([int(n), d])
-    return {"reference": [round(float(v), 5) for v in ref[::step][:MAX_POINTS]],
-            "artifact": [round(float(v), 5) for v in act[::step][:MAX_POINTS]],
-            "per_example": per_example}
+    return PlotData(reference=[round(float(v), 5) for v in ref[::step][:MAX_POINTS]],
+                    artifact=[round(float(v), 5) for v in act[::step][:MAX_POINTS]], per_example=per_example)
 
 
 def cross_runtime(task: TaskSpec, outputs: dict[str, list[list[np.ndarray]]]) -> list[dict]:

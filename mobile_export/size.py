@@ -10,7 +10,6 @@ layer; the verdict counts the blobs actually present, never trusts the config.
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -57,9 +56,8 @@ def _meta_model(model_info: dict):
         return cls(config), config
 
 
-def parameter_counts(model_info: dict) -> dict:
-    """Unique parameters, and how many there would be with every layer stored separately."""
-    model, config = _meta_model(model_info)
+def parameter_counts(model, config) -> dict:
+    """Unique parameters of a (meta) model, and how many there would be with every layer stored separately."""
     unique = sum(p.numel() for p in model.parameters())
     layer = sum(p.numel() for n, p in model.named_parameters() if "albert_layer_groups" in n)
     per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
@@ -68,9 +66,8 @@ def parameter_counts(model_info: dict) -> dict:
             "layers": int(config.num_hidden_layers), "ratio": round(unshared / unique, 2)}
 
 
-def _slots(model_info: dict, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
+def _slots(model, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each."""
-    model, _ = _meta_model(model_info)
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
@@ -108,7 +105,9 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
                     "sharing_preserved": None})
         return out
     free: dict[int, list[str]] = defaultdict(list)
-    for group, size in _slots_cache(model_info, quant, int8_embeddings):
+    model, config = _meta_model(model_info)
+    slots = _slots(model, quant, int8_embeddings)
+    for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
     extra: Counter = Counter()
@@ -117,13 +116,13 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         if free.get(len(b)):
             groups[free[len(b)].pop(0)] += len(b)
             continue
-        taken = [g for g, s in _slots_cache(model_info, quant, int8_embeddings) if s == len(b)]
+        taken = [g for g, s in slots if s == len(b)]
         if taken:
             groups[taken[0]] += len(b)
             extra[taken[0]] += len(b)
         else:
             unmatched += len(b)
-    counts = parameter_counts(model_info)
+    counts = parameter_counts(model, config)
     layer_bytes = groups["shared encoder layer"]
     # Shared weights stored once: no blob beyond one copy of each layer parameter.
     preserved = extra["shared encoder layer"] == 0 and layer_bytes > 0
@@ -140,19 +139,6 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
                             f"NOT preserved: {extra['shared encoder layer']:,} B of extra copies of the shared layer"),
     })
     return out
-
-
-_SLOTS: dict = {}
-
-
-def _slots_cache(model_info: dict, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
-    key = (json.dumps(model_info, sort_keys=True, default=str), quant, int8_embeddings)
-    if key not in _SLOTS:
-        _SLOTS[key] = _slots(model_info, quant, int8_embeddings)
-    return _SLOTS[key]
-
-
-# --------------------------------------------------------------------------------------------- text
 
 
 def _mb(n: int) -> str:

@@ -27,7 +27,7 @@ def test_by_length_and_cross_runtime_hand_computed():
     task = get_task("text-classification")
     ref = [[np.array([[1.0, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[3.0, 1.0]])]]
     act = [[np.array([[1.5, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[0.0, 1.0]])]]
-    rows = by_length(task, ref, act, [5, 20, 21])
+    rows = [r.to_dict() for r in by_length(task, ref, act, [5, 20, 21])]
     assert [r["bucket"] for r in rows] == ["1-16", "17-32"]
     short, mid = rows
     assert short["examples"] == 1 and short["max_abs_diff"] == pytest.approx(0.5)
@@ -36,7 +36,7 @@ def test_by_length_and_cross_runtime_hand_computed():
     assert mid["mean_abs_diff"] == pytest.approx(3.0 / 4)
     cross = cross_runtime(task, {"a": ref, "b": act})
     assert cross == [{"a": "a", "b": "b", "agreement": pytest.approx(2 / 3), "decisions": 3, "max_abs_diff": 3.0}]
-    pd = plot_data(ref, act, [5, 20, 21])
+    pd = plot_data(ref, act, [5, 20, 21]).to_dict()
     assert pd["per_example"] == [[5, 0.5], [20, 0.0], [21, 3.0]] and len(pd["reference"]) == 6
 
 
