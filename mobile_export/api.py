@@ -34,7 +34,7 @@ from .texts import long_text, parity_texts
 from .verify import ParityResult, compare
 
 MANIFEST_SCHEMA = 2
-_OUTPUT_NAMES = ("model.pte", "model.onnx", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
+_OUTPUT_NAMES = ("model.pte", "model.onnx", "model.onnx.data", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
                  "report.html", "manifest.json")
 
 
@@ -218,7 +218,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         check = _Check(loaded, _parity_examples(loaded, data, max_len, progress), progress)
         wrapper, replaced = _export_module(loaded, options)
         results = [_export_one(backend, wrapper, options, max_len, staging, check) for backend in options.backends]
-        written = [r.file for r in results]
+        written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         with progress.step("tokenizer assets"):
             written += ["tokenizer"]
             write_tokenizer_assets(loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer",
@@ -382,7 +382,8 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thre
                                     "note": "per example, batch 1, mixed lengths, during the parity run"},
                  dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
     lengths = [ex.length for ex in examples]
-    return ArtifactResult(backend=backend, quant=quant, file=dest.name, bytes=dest.stat().st_size,
+    return ArtifactResult(backend=backend, quant=quant, file=dest.name,
+                          bytes=sum(f.stat().st_size for f in backends.artifact_files(dest)),
                           sha256=sha256_file(dest), export_seconds=0.0, parity=parity, stats=stats,
                           by_length=by_length(loaded.task, reference, actual, lengths),
                           plot=plot_data(reference, actual, lengths), outputs=actual)

@@ -85,13 +85,13 @@ def _slots(model, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
 
 def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> dict:
     """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
-    data = path.read_bytes()
+    from . import backends
+
+    data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
     blobs, graph_bytes = artifact_blobs(path)
     distinct: dict[str, bytes] = {}
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
-    from . import backends
-
     ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
     out: dict = {
         "file": path.name, "bytes": len(data), "deflate_bytes": len(zlib.compress(data, 6)),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -100,17 +99,34 @@ def dedupe_initializers(model) -> int:
     return removed
 
 
+def _graphs(graph, outer: frozenset = frozenset()):
+    """(graph, names of the initializers it can read) for ``graph`` and every subgraph (a Loop body)."""
+    constants = outer | {i.name for i in graph.initializer}
+    yield graph, constants
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == 5:  # AttributeProto.GRAPH
+                yield from _graphs(attr.g, constants)
+            for sub in attr.graphs:
+                yield from _graphs(sub, constants)
+
+
 def count_matmuls(model) -> tuple[int, int]:
-    """(MatMul/Gemm with a constant second input, MatMul/Gemm on two activations)."""
-    constants = {i.name for i in model.graph.initializer}
+    """(MatMul/Gemm with a constant second input, MatMul/Gemm on two activations), subgraphs included."""
     weight = act = 0
-    for node in model.graph.node:
-        if node.op_type in ("MatMul", "Gemm"):
-            if node.input[1] in constants:
-                weight += 1
-            else:
-                act += 1
+    for graph, constants in _graphs(model.graph):
+        for node in graph.node:
+            if node.op_type in ("MatMul", "Gemm"):
+                if node.input[1] in constants:
+                    weight += 1
+                else:
+                    act += 1
     return weight, act
+
+
+def count_ops(model, op_type: str) -> int:
+    """How many nodes of ``op_type`` the model has, subgraphs included."""
+    return sum(1 for graph, _ in _graphs(model.graph) for node in graph.node if node.op_type == op_type)
 
 
 def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:
@@ -141,7 +157,7 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
     prepared = prepare_file(src, dst)
     # ORT's own option names; translated from the scheme in this one place.
     extra = {"WeightSymmetric": scheme.weight_symmetric, "ActivationSymmetric": False,
-             "EnableSubgraph": False, "MatMulConstBOnly": True}
+             "EnableSubgraph": True, "MatMulConstBOnly": True}
     # ORT logs "run pre-processing first" on the root logger (and one of its modules resets the root
     # level at import); the graph was just prepared above, so keep that advice off the user's screen.
     root = logging.getLogger()
@@ -152,6 +168,4 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
                          op_types_to_quantize=["MatMul", "Gemm"], extra_options=extra)
     finally:
         root.setLevel(level)
-    qmodel = onnx.load(str(dst))
-    quantized = Counter(n.op_type for n in qmodel.graph.node)["MatMulInteger"]
-    return replace(prepared, quantized_matmuls=quantized)
+    return replace(prepared, quantized_matmuls=count_ops(onnx.load(str(dst)), "MatMulInteger"))

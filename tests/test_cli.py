@@ -91,11 +91,11 @@ def test_overwrite_replaces_previous_export(tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "o"
     assert _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx", "--quant", "fp32",
                  "--quiet"], capsys)[0] == 0
-    first = (out / "model.onnx").read_bytes()
+    first = (out / "model.onnx.data").read_bytes()  # the weights (the graph beside them has the same shape)
     code, stdout, _ = _run(["export", str(tiny_checkpoint(seed=1)), "--out", str(out), "--backend", "onnx",
                             "--quant", "fp32", "--overwrite", "--quiet"], capsys)
     assert code == 0 and "model.onnx" in stdout
-    assert (out / "model.onnx").read_bytes() != first
+    assert (out / "model.onnx.data").read_bytes() != first
 
 
 def test_list_and_tokenizer_commands(tiny_checkpoint, tmp_path, capsys):
@@ -121,8 +121,8 @@ def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
     assert "lowering to XNNPACK" in proc.stderr  # progress is shown
     assert "model.pte" in proc.stdout and "model.onnx" in proc.stdout
     names = {p.name for p in out.iterdir()}
-    assert names == {"model.pte", "model.onnx", "tokenizer", "labels.json", "report.json", "report.md", "report.html",
-                     "manifest.json"}
+    assert names == {"model.pte", "model.onnx", "model.onnx.data", "tokenizer", "labels.json", "report.json",
+                     "report.md", "report.html", "manifest.json"}
     manifest = json.loads((out / "manifest.json").read_text())
     for entry in manifest["files"]:
         data = (out / entry["path"]).read_bytes()
@@ -194,7 +194,7 @@ def test_exports_are_byte_identical(tiny_checkpoint, tmp_path):
         manifests.append({f["path"]: f["sha256"] for f in json.loads((out / "manifest.json").read_text())["files"]
                           if not f["path"].startswith("report.")})  # reports hold timings and RSS
     assert manifests[0] == manifests[1]
-    assert {"model.pte", "model.onnx"} <= set(manifests[0])
+    assert {"model.pte", "model.onnx", "model.onnx.data"} <= set(manifests[0])
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import onnx
+from onnx import numpy_helper
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export, load_checkpoint
@@ -44,22 +45,42 @@ def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quan
         assert per_layer < 256, f"{sizes}: {per_layer:.0f} B per extra layer"
 
 
+def _graphs(graph):
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(attr.g)
+
+
 def test_onnx_int8_quantizes_every_weight_matmul_once(tiny_checkpoint, tmp_path):
     ckpt = tiny_checkpoint("text-classification", "wordpiece", num_hidden_layers=4)
     result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8, measure_memory=False))
     stats = result.artifacts[0].stats
-    # 4 layers x (q, k, v, dense, ffn, ffn_output) + embedding projection + pooler + classifier
-    assert stats["weight_matmuls"] == 4 * 6 + 3
+    # The shared layer is the body of one Loop run 4 times: its (q, k, v, dense, ffn, ffn_output) MatMuls
+    # appear once, + embedding projection, pooler and classifier in the main graph
+    assert stats["layer_loop"] is True
+    assert stats["weight_matmuls"] == 6 + 3
     assert stats["quantized_matmuls"] == stats["weight_matmuls"]
-    assert stats["activation_matmuls"] == 4 * 2  # Q.K^T and P.V stay fp32
+    assert stats["activation_matmuls"] == 2  # Q.K^T and P.V stay fp32
     model = onnx.load(str(tmp_path / "o" / "model.onnx"))
-    int8 = [i for i in model.graph.initializer
-            if i.data_type == onnx.TensorProto.INT8 and i.name.endswith("_quantized")]
+    graph_only = onnx.load(str(tmp_path / "o" / "model.onnx"), load_external_data=False)
+    [loop] = [n for n in model.graph.node if n.op_type == "Loop"]
+    trip = next(i for i in model.graph.initializer if i.name == loop.input[0])
+    assert numpy_helper.to_array(trip) == 4
+    initializers = [i for g in _graphs(model.graph) for i in g.initializer]
+    int8 = [i for i in initializers if i.data_type == onnx.TensorProto.INT8 and i.name.endswith("_quantized")]
     # one int8 tensor per distinct weight: 6 shared layer weights + projection + pooler + classifier
     assert len(int8) == 9, [i.name for i in int8]
     # per-channel: each weight has one scale per output column
-    scales = {i.name: list(i.dims) for i in model.graph.initializer if i.name.endswith("_scale")}
+    scales = {i.name: list(i.dims) for i in initializers if i.name.endswith("_scale")}
     assert any(d and d[0] > 1 for d in scales.values()), scales
+    # the weights live in model.onnx.data, page-aligned, inside the export's folder
+    external = [i for g in _graphs(graph_only.graph) for i in g.initializer
+                if i.data_location == onnx.TensorProto.EXTERNAL]
+    assert external and all({e.key: e.value for e in i.external_data}["location"] == "model.onnx.data"
+                             and int({e.key: e.value for e in i.external_data}["offset"]) % 4096 == 0
+                             for i in external)
 
 
 @pytest.mark.parametrize("backend", [Backend.ONNX, Backend.EXECUTORCH], ids=str)

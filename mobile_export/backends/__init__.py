@@ -4,6 +4,7 @@ Each backend module provides::
 
     export(wrapper, example, dynamic_shapes, quant, dest, progress) -> dict   # stats for the report
     Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
+    files(path) -> [path, ...]                                                # the artifact and its data files
     blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
     stores_int8(path) -> bool                                                 # default parity thresholds
     memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
@@ -49,7 +50,8 @@ BACKENDS: dict[Backend, BackendInfo] = {
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX, file_name="model.onnx", module="mobile_export.backends.onnx",
         runtime="ONNX Runtime (CPU)", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
-        notes="batch and sequence length dynamic; opset 18; self-contained (no external data)",
+        notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
+              "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
@@ -96,6 +98,12 @@ def check_supported(backend: Backend, quant: Quant) -> None:
 def load(backend: Backend) -> ModuleType:
     """Import the backend module (and with it its runtime library)."""
     return importlib.import_module(BACKENDS[backend].module)
+
+
+def artifact_files(path: str | os.PathLike) -> list[Path]:
+    """Every file an artifact consists of (``model.onnx`` and ``model.onnx.data``; one file otherwise)."""
+    path = Path(path)
+    return load(for_path(path)).files(path)
 
 
 def combinations() -> list[tuple[Backend, Quant]]:

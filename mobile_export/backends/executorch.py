@@ -331,6 +331,11 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             "rewritten_for_xnnpack": rewritten, "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
+def files(path: Path) -> list[Path]:
+    """The artifact's files: the .pte holds everything."""
+    return [path]
+
+
 def _read(path: Path):
     from executorch.exir._serialize._program import deserialize_pte_binary
 

@@ -21,6 +21,12 @@ Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
 
 
 memory_sharing = onnx_backend.memory_sharing
+
+
+def files(path: Path) -> list[Path]:
+    """The artifact's files: the .ort holds everything."""
+    return [path]
+
 usage = onnx_backend.usage
 
 
@@ -61,7 +67,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
         stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress)
-        stats["onnx_bytes"] = onnx_path.stat().st_size
+        stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
             so = ort.SessionOptions()
             so.log_severity_level = 3
@@ -71,7 +77,8 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"],
                                  disabled_optimizers=["NchwcTransformer"])
     finally:
-        if onnx_path.exists():
-            os.unlink(onnx_path)
+        for f in (onnx_path, onnx_path.with_name(onnx_path.name + onnx_backend.DATA_SUFFIX)):
+            if f.exists():
+                os.unlink(f)
     stats["format"] = "ORT flatbuffer (optimization level all, without NchwcTransformer)"
     return stats

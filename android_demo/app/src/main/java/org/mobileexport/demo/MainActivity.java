@@ -69,6 +69,9 @@ public final class MainActivity extends Activity {
                 runners.add(new ExecuTorchRunner(assets.toFile("model.pte", getFilesDir())));
             }
             if (assets.exists("model.onnx")) {
+                if (assets.exists("model.onnx.data")) { // the weights, read by ONNX Runtime from beside the graph
+                    assets.toFile("model.onnx.data", getFilesDir());
+                }
                 runners.add(new OrtRunner(assets.toFile("model.onnx", getFilesDir())));
             }
             if (runners.isEmpty()) {
