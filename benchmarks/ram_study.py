@@ -25,6 +25,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale_study import COMMON, SHAPES  # noqa: E402
 
 
+def _bytes(path: Path) -> int:
+    from mobile_export.backends import artifact_files
+
+    return sum(f.stat().st_size for f in artifact_files(path))
+
+
 def measure_all(path: Path, repeats: int) -> dict:
     from mobile_export.memory import measure
 
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = {x["file"]: x["export_seconds"] for x in report["artifacts"]}
             for name in ("model.pte", "model.onnx"):
                 rows.append({"shape": shape, "layers": layers, "artifact": f"{dest.name}/{name}",
-                             "bytes": (dest / name).stat().st_size, "export_seconds": seconds.get(name),
+                             "bytes": _bytes(dest / name), "export_seconds": seconds.get(name),
                              **measure_all(dest / name, a.repeats)})
                 print(json.dumps(rows[-1]), flush=True)
     for folder in a.compare:
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(folder) / name
             if path.exists():
                 rows.append({"shape": "-", "layers": "-", "artifact": f"{Path(folder).name}/{name}",
-                             "bytes": path.stat().st_size, "export_seconds": None, **measure_all(path, a.repeats)})
+                             "bytes": _bytes(path), "export_seconds": None, **measure_all(path, a.repeats)})
                 print(json.dumps(rows[-1]), flush=True)
     (out / "ram.json").write_text(json.dumps(rows, indent=1) + "\n")
     mib = 2**20
