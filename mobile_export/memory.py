@@ -12,7 +12,7 @@ Resident pages are read from ``/proc/self/smaps`` and split three ways:
   Python the torch library the harness calls): the runtime's, not the model's.
 
 ``model_rss_bytes`` = private + artifact growth over the baseline taken after the runtime import.
-The child runs with glibc's mmap threshold fixed at 128 KiB: by default glibc raises it after a
+The child runs with glibc's mmap threshold fixed at 16 KiB: by default glibc raises it after a
 large buffer is freed, so the harness's short-lived copies (the hidden states passed between a
 ``.pte``'s methods) stay in the heap and showed up as +-1 MiB of noise that no runtime holds.
 ``peak_over_baseline_bytes`` is the process's peak (VmHWM) over that baseline, library pages and
@@ -116,7 +116,7 @@ def measure(path: Path, seq_len: int = 128) -> dict:
     backend = backends.for_path(path)
     proc = subprocess.run([sys.executable, "-m", "mobile_export.memory", str(path), backend.value, str(seq_len)],
                           capture_output=True, text=True, timeout=1800,
-                          env=dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(128 * 1024)))
+                          env=dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(16 * 1024)))
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -357,29 +357,77 @@ def stores_int8(path: Path) -> bool:
     return any(k.startswith("scale_") for k in keys)
 
 
+def _xnnpack_graph(blob: bytes) -> dict:
+    """A delegate blob's XNNPACK graph as JSON (decoded by the flatc ExecuTorch ships, with its schema)."""
+    import glob
+    import json
+    import os
+    import tempfile
+
+    from executorch.backends.xnnpack.serialization import xnnpack_graph_serialize
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import XNNHeader
+    from executorch.exir._serialize._flatbuffer import _flatc_decompile
+
+    header = XNNHeader.from_bytes(blob[:XNNHeader.EXPECTED_LENGTH])
+    payload = blob[header.flatbuffer_offset:header.flatbuffer_offset + header.flatbuffer_size]
+    with tempfile.TemporaryDirectory() as tmp:
+        bin_path = os.path.join(tmp, "graph.bin")
+        with open(bin_path, "wb") as f:
+            f.write(payload)
+        _flatc_decompile(tmp, os.path.join(os.path.dirname(xnnpack_graph_serialize.__file__), "schema.fbs"), bin_path)
+        [out] = glob.glob(os.path.join(tmp, "*.json"))
+        with open(out) as f:
+            return json.load(f)
+
+
+def _walk(value, found: list, key_suffix: str) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k.endswith(key_suffix) and isinstance(v, int):
+                found.append((k, v))
+            _walk(v, found, key_suffix)
+    elif isinstance(value, list):
+        for v in value:
+            _walk(v, found, key_suffix)
+
+
 def memory_sharing(path: Path) -> tuple[bool, str]:
     """Whether running the program keeps one packed copy of each stored weight.
 
-    XNNPACK packs every weight a delegate call reads when that call's method loads, so a weight read by
-    N calls is packed N times (the unrolled-layer program: one packed copy of the shared layer per
-    layer). Read from the artifact: which delegate blobs name each stored weight's key.
+    XNNPACK packs a weight for every operator that reads it, when that operator's method loads. Read
+    from the artifact: every XNNPACK graph's operators and the stored weight (named data) behind each
+    constant they read. A weight read by N operators is packed N times: the unrolled-layer program
+    packs ALBERT's shared layer once per layer.
     """
     pte = _read(path)
     if pte.named_data is None:
         return True, "shared in RAM: no XNNPACK weights stored by name"
-    delegates = [d.data for d in pte.program.backend_delegate_data]
-    stored = packed = 0
-    for key, entry in pte.named_data.pte_data.items():
-        size = len(pte.named_data.buffers[entry.buffer_index])
-        calls = sum(key.encode() in blob for blob in delegates)
-        stored += size
-        packed += size * max(calls - 1, 0)
+    sizes = {key: len(pte.named_data.buffers[entry.buffer_index]) for key, entry in pte.named_data.pte_data.items()}
+    readers: dict[str, int] = {}
+    for delegate in pte.program.backend_delegate_data:
+        graph = _xnnpack_graph(bytes(delegate.data))
+        keys = [c.get("named_key", "") for c in graph.get("constant_data", [])]
+        tensor_key: dict[int, str] = {}
+        for value in graph.get("xvalues", []):
+            ids, buffers = [], []
+            _walk(value, ids, "id_out")
+            _walk(value, buffers, "constant_buffer_idx")
+            if ids and buffers and 0 < buffers[0][1] < len(keys) and keys[buffers[0][1]]:
+                tensor_key[ids[0][1]] = keys[buffers[0][1]]
+        for node in graph.get("xnodes", []):
+            refs: list = []
+            _walk(node.get("xnode_union", {}), refs, "_id")
+            for name, ref in refs:
+                if name != "output_id" and ref in tensor_key:
+                    readers[tensor_key[ref]] = readers.get(tensor_key[ref], 0) + 1
+    stored = sum(sizes.values())
+    packed = sum(sizes.get(k, 0) * (n - 1) for k, n in readers.items() if n > 1)
     if packed > 0.01 * stored:
-        return False, (f"NOT shared in RAM: {packed:,} B of weights are packed again by further XNNPACK calls "
-                       f"({stored:,} B stored; the unrolled layers each pack their own copy); re-export with "
-                       "this version")
+        return False, (f"NOT shared in RAM: {packed:,} B of stored weights are packed again by further XNNPACK "
+                       f"operators ({stored:,} B stored; unrolled layers each pack their own copy); re-export "
+                       "with this version")
     names = {plan.name for plan in pte.program.execution_plan}
-    how = (" (the shared layer is its own method, run once per layer)" if SCHEDULE_METHOD in names else "")
+    how = " (the shared layer is its own method, run once per layer)" if SCHEDULE_METHOD in names else ""
     return True, f"shared in RAM: each stored weight is packed once{how}"
 
 
