@@ -200,84 +200,17 @@ def usage(stats: dict) -> dict:
             "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule")}
 
 
-def layer_schedule(config) -> list[int]:
-    """Which layer group runs at each depth (transformers' AlbertTransformer rule)."""
-    layers, groups = config.num_hidden_layers, config.num_hidden_groups
-    return [int(i / (layers / groups)) for i in range(layers)]
-
-
-class _Embed(torch.nn.Module):
-    """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
-
-    def __init__(self, base: torch.nn.Module) -> None:
-        super().__init__()
-        self.embeddings = base.embeddings
-        self.project = base.encoder.embedding_hidden_mapping_in
-        self.width = base.config.hidden_size
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
-        mask = (1.0 - attention_mask[:, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
-        return hidden.view(1, -1, 1, self.width), mask
-
-
-class _Group(torch.nn.Module):
-    def __init__(self, group: torch.nn.Module) -> None:
-        super().__init__()
-        self.group = group
-
-    def forward(self, hidden, mask):
-        return self.group(hidden, mask)
-
-
-class _Given(torch.nn.Module):
-    """Stands in for the embeddings (returns ``inputs_embeds``) or the encoder (returns the hidden
-    states it is given) so that the head runs exactly as transformers wrote it."""
-
-    def __init__(self, width: int | None = None) -> None:
-        super().__init__()
-        self.width = width
-
-    def forward(self, hidden=None, *args, inputs_embeds=None, **kwargs):
-        from transformers.modeling_outputs import BaseModelOutput
-
-        if self.width is None:
-            return inputs_embeds
-        return BaseModelOutput(last_hidden_state=hidden.view(1, -1, self.width))
-
-
-class _Head(torch.nn.Module):
-    def __init__(self, model: torch.nn.Module, output_names: tuple[str, ...]) -> None:
-        super().__init__()
-        self.model = model
-        self.output_names = output_names
-
-    def forward(self, hidden):
-        mask = torch.zeros_like(hidden[:, :, 0, :1]).view(1, 1, 1, -1)  # nothing masked: the layers did it
-        out = self.model(inputs_embeds=hidden, attention_mask=mask)
-        return tuple(out[name] for name in self.output_names)
-
-
 def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
     """The XNNPACK-friendly copy of ``wrapper`` cut into methods (embed, one per layer group, head),
     the layer schedule, and the counts of rewritten modules."""
-    import copy
+    from ..stages import cut, layer_schedule
 
     friendly, rewritten = xnnpack_friendly(wrapper, quant)
-    model = friendly.model
-    base = model.base_model
-    methods: dict[str, torch.nn.Module] = {EMBED_METHOD: _Embed(base)}
-    for g, group in enumerate(base.encoder.albert_layer_groups):
-        methods[GROUP_METHOD.format(g)] = _Group(group)
-    # shallow copies: the head's own modules are shared with the model, not copied
-    head_base = copy.copy(base)
-    head_base._modules = dict(base._modules, embeddings=_Given(), encoder=_Given(base.config.hidden_size))
-    head_model = head_base
-    if model is not base:
-        head_model = copy.copy(model)
-        head_model._modules = dict(model._modules, **{model.base_model_prefix: head_base})
-    methods[HEAD_METHOD] = _Head(head_model, tuple(wrapper.output_names))
-    return {k: v.eval() for k, v in methods.items()}, layer_schedule(base.config), rewritten
+    embed, groups, head = cut(friendly.model, tuple(wrapper.output_names), batch_one=True)
+    methods: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
+    methods.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
+    methods[HEAD_METHOD] = head
+    return methods, layer_schedule(friendly.model.config), rewritten
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,

@@ -24,71 +24,6 @@ DATA_SUFFIX = ".data"  # model.onnx -> model.onnx.data
 _ALIGN = 4096  # external tensors start on page boundaries, so ONNX Runtime can map them
 
 
-class _PassEmbeddings(torch.nn.Module):
-    """Stands in for the embeddings in the head: returns the hidden states it is given."""
-
-    def forward(self, input_ids=None, *args, inputs_embeds=None, **kwargs):
-        return inputs_embeds
-
-
-class _PassEncoder(torch.nn.Module):
-    """Stands in for the encoder in the head: the layers already ran."""
-
-    def forward(self, hidden, *args, **kwargs):
-        from transformers.modeling_outputs import BaseModelOutput
-
-        return BaseModelOutput(last_hidden_state=hidden)
-
-
-class _Embed(torch.nn.Module):
-    def __init__(self, base: torch.nn.Module) -> None:
-        super().__init__()
-        self.embeddings = base.embeddings
-        self.project = base.encoder.embedding_hidden_mapping_in
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
-        mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
-        return hidden, mask
-
-
-class _Layer(torch.nn.Module):
-    def __init__(self, group: torch.nn.Module) -> None:
-        super().__init__()
-        self.group = group
-
-    def forward(self, hidden, mask):
-        return self.group(hidden, mask)
-
-
-class _Head(torch.nn.Module):
-    def __init__(self, model: torch.nn.Module, output_names: tuple[str, ...]) -> None:
-        super().__init__()
-        self.model = model
-        self.output_names = output_names
-
-    def forward(self, hidden):
-        mask = torch.zeros_like(hidden[:, :, :1]).transpose(1, 2)[:, None]  # [B, 1, 1, S]: the layers masked
-        out = self.model(inputs_embeds=hidden, attention_mask=mask)
-        return tuple(out[name] for name in self.output_names)
-
-
-def _pieces(wrapper: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
-    """embed, the shared layer group, head: the model cut where the layer loop goes."""
-    import copy
-
-    model = wrapper.model
-    base = model.base_model
-    head_base = copy.copy(base)  # shallow: the head's modules are the model's own
-    head_base._modules = dict(base._modules, embeddings=_PassEmbeddings(), encoder=_PassEncoder())
-    head_model = head_base
-    if model is not base:
-        head_model = copy.copy(model)
-        head_model._modules = dict(model._modules, **{model.base_model_prefix: head_base})
-    return (_Embed(base).eval(), _Layer(base.encoder.albert_layer_groups[0]).eval(),
-            _Head(head_model, tuple(wrapper.output_names)).eval())
-
-
 def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
     from quantize.onnx_dynamic import dedupe_initializers
 
@@ -126,7 +61,10 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     weights live once, in the Loop body, so ONNX Runtime builds (and prepacks) that layer once."""
     from onnx import TensorProto, helper
 
-    embed, layer, head = _pieces(wrapper)
+    from ..stages import cut
+
+    embed, groups, head = cut(wrapper.model, tuple(wrapper.output_names), batch_one=False)
+    layer = groups[0]
     dims = dynamic_shapes["input_ids"]
     batch, seq = dims[0], dims[1]
     with torch.no_grad():
