@@ -29,7 +29,7 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
 
     from . import backends
     from .config import Backend
-    from .memory import reset_peak, resident_kib, status_kib
+    from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
 
     # torch is the runtime only for the eager reference; for artifacts it merely wraps arrays between
     # ExecuTorch method calls, and its idle OpenMP workers spinning after a copy would steal the cores
@@ -97,7 +97,7 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
     now = resident_kib(Path(path))
     out["peak_rss_bytes"] = status_kib("VmHWM") * 1024
     out["peak_over_baseline_bytes"] = (status_kib("VmHWM") - base_kib) * 1024
-    out["model_rss_bytes"] = (now["private"] - base["private"] + now["artifact"] - base["artifact"]) * 1024
+    out["model_rss_bytes"] = model_kib(delta(now, base)) * 1024
     return out
 
 

@@ -70,8 +70,13 @@ def resident_kib(artifact: Path | None = None) -> dict[str, int]:
     return out
 
 
-def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before[k] for k in after}
+
+
+def model_kib(delta: dict[str, int]) -> int:
+    """What the model holds: private memory plus the artifact's resident pages (library code apart)."""
+    return delta["private"] + delta["artifact"]
 
 
 def _child(path: Path, backend: str, seq: int) -> dict:
@@ -89,12 +94,12 @@ def _child(path: Path, backend: str, seq: int) -> dict:
     base_kib = status_kib("VmRSS")
     base = resident_kib(path)
     runner = module.Runner(path)
-    loaded = _delta(resident_kib(path), base)
+    loaded = delta(resident_kib(path), base)
     load_peak_kib = status_kib("VmHWM")
     feeds = {"input_ids": np.ones((1, seq), np.int64), "attention_mask": np.ones((1, seq), np.int64),
              "token_type_ids": np.zeros((1, seq), np.int64)}
     runner.run(feeds)
-    ran = _delta(resident_kib(path), base)
+    ran = delta(resident_kib(path), base)
     return {"baseline_kib": base_kib, "load_peak_kib": load_peak_kib, "peak_kib": status_kib("VmHWM"),
             "after_load": loaded, "after_run": ran}
 
@@ -126,8 +131,8 @@ def measure(path: Path, seq_len: int = 128) -> dict:
     run, load = r["after_run"], r["after_load"]
     return {
         "seq_len": seq_len,
-        "model_rss_bytes": (run["private"] + run["artifact"]) * kib,
-        "load_rss_bytes": (load["private"] + load["artifact"]) * kib,
+        "model_rss_bytes": model_kib(run) * kib,
+        "load_rss_bytes": model_kib(load) * kib,
         "private_bytes": run["private"] * kib,
         "artifact_bytes": run["artifact"] * kib,
         "library_bytes": run["libraries"] * kib,

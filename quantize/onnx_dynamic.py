@@ -99,22 +99,22 @@ def dedupe_initializers(model) -> int:
     return removed
 
 
-def _graphs(graph, outer: frozenset = frozenset()):
+def graphs(graph, outer: frozenset = frozenset()):
     """(graph, names of the initializers it can read) for ``graph`` and every subgraph (a Loop body)."""
     constants = outer | {i.name for i in graph.initializer}
     yield graph, constants
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == 5:  # AttributeProto.GRAPH
-                yield from _graphs(attr.g, constants)
+                yield from graphs(attr.g, constants)
             for sub in attr.graphs:
-                yield from _graphs(sub, constants)
+                yield from graphs(sub, constants)
 
 
 def count_matmuls(model) -> tuple[int, int]:
     """(MatMul/Gemm with a constant second input, MatMul/Gemm on two activations), subgraphs included."""
     weight = act = 0
-    for graph, constants in _graphs(model.graph):
+    for graph, constants in graphs(model.graph):
         for node in graph.node:
             if node.op_type in ("MatMul", "Gemm"):
                 if node.input[1] in constants:
@@ -126,7 +126,7 @@ def count_matmuls(model) -> tuple[int, int]:
 
 def count_ops(model, op_type: str) -> int:
     """How many nodes of ``op_type`` the model has, subgraphs included."""
-    return sum(1 for graph, _ in _graphs(model.graph) for node in graph.node if node.op_type == op_type)
+    return sum(1 for graph, _ in graphs(model.graph) for node in graph.node if node.op_type == op_type)
 
 
 def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:

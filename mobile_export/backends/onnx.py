@@ -106,13 +106,14 @@ def _externalize(path: Path) -> None:
     import onnx
     from onnx.external_data_helper import set_external_data
 
+    from quantize.onnx_dynamic import graphs
+
     model = onnx.load(str(path))
     data_name = path.name + DATA_SUFFIX
     tmp = path.with_name(data_name + ".tmp")
-    stack, offset = [model.graph], 0
+    offset = 0
     with open(tmp, "wb") as f:
-        while stack:
-            graph = stack.pop(0)
+        for graph, _ in graphs(model.graph):
             for t in graph.initializer:
                 if t.HasField("raw_data") and len(t.raw_data) >= 1024:
                     pad = (-offset) % _ALIGN
@@ -123,10 +124,6 @@ def _externalize(path: Path) -> None:
                     offset += len(t.raw_data)
                     t.ClearField("raw_data")
                     t.data_location = onnx.TensorProto.EXTERNAL
-            for node in graph.node:
-                for attr in node.attribute:
-                    if attr.type == onnx.AttributeProto.GRAPH:
-                        stack.append(attr.g)
     os.replace(tmp, path.with_name(data_name))
     onnx.save(model, str(path))
 
@@ -213,7 +210,8 @@ def stores_int8(path: Path) -> bool:
 
 def usage(stats: dict) -> dict:
     """How an app loads and calls this export's .onnx / .ort (recorded in manifest.json)."""
-    return {"load": "from a file path (Android: OrtEnvironment.createSession(path, options)), not a Java byte[]",
+    return {"load": "from the .onnx file's path with model.onnx.data beside it (Android: "
+                    "OrtEnvironment.createSession(path, options)), not a Java byte[]",
             "calling_convention": {"name": "single-graph/1",
                                    "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"}}
 

@@ -77,8 +77,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"],
                                  disabled_optimizers=["NchwcTransformer"])
     finally:
-        for f in (onnx_path, onnx_path.with_name(onnx_path.name + onnx_backend.DATA_SUFFIX)):
-            if f.exists():
-                os.unlink(f)
+        for f in onnx_backend.files(onnx_path) if onnx_path.exists() else []:
+            os.unlink(f)
     stats["format"] = "ORT flatbuffer (optimization level all, without NchwcTransformer)"
     return stats
