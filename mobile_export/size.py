@@ -99,7 +99,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         "blobs": len(blobs), "distinct_blobs": len(distinct),
         "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
     }
-    stored = sum(len(b) for b in distinct.values())
+    stored = sum(len(b) for b in blobs)
     if model_info is None:
         out.update({"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None,
                     "sharing_preserved": None})
@@ -112,7 +112,9 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     groups: Counter = Counter()
     extra: Counter = Counter()
     unmatched = 0
-    for b in sorted(distinct.values(), key=len, reverse=True):
+    # Every stored blob is matched, duplicates included: the same bytes stored twice cost twice (the
+    # regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes).
+    for b in sorted(blobs, key=len, reverse=True):
         if free.get(len(b)):
             groups[free[len(b)].pop(0)] += len(b)
             continue

@@ -58,7 +58,8 @@ LOOP_NODE = "encoder/shared_layer_loop"
 
 def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     """One ONNX graph: embed -> Loop(layers) over ALBERT's shared layer group -> head. The layer's
-    weights live once, in the Loop body, so ONNX Runtime builds (and prepacks) that layer once."""
+    weights are stored once (in the main graph, see ``_hoist_loop_weights``) and read by the Loop
+    body, so ONNX Runtime builds and prepacks that layer once."""
     from onnx import TensorProto, helper
 
     from ..stages import cut
@@ -99,6 +100,24 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     return model
 
 
+def _hoist_loop_weights(model) -> None:
+    """Move the Loop body's weights into the main graph (the body reads them from the outer scope).
+
+    ONNX Runtime prepacks a weight for its kernel and then releases the stored copy, but only for
+    initializers of the main graph: left in the body, the shared layer's int8 weights stayed
+    resident beside their packed copy (albert-base: +7.0 MiB mapped, +1.9 MiB private)."""
+    taken = {i.name for i in model.graph.initializer} | {n for node in model.graph.node for n in node.output}
+    for node in model.graph.node:
+        if node.op_type != "Loop":
+            continue
+        body = next(a.g for a in node.attribute if a.name == "body")
+        moving = [t for t in body.initializer if t.name not in taken]
+        if len(moving) != len(body.initializer):
+            continue  # a name clash: leave this body as it is (correct, only less lean)
+        model.graph.initializer.extend(moving)
+        del body.initializer[:]
+
+
 def _externalize(path: Path) -> None:
     """Move every tensor of ``path`` (subgraphs included) of 1 KiB or more into ``path`` + ``.data``,
     page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
@@ -109,6 +128,7 @@ def _externalize(path: Path) -> None:
     from quantize.onnx_dynamic import graphs
 
     model = onnx.load(str(path))
+    _hoist_loop_weights(model)
     data_name = path.name + DATA_SUFFIX
     tmp = path.with_name(data_name + ".tmp")
     offset = 0
