@@ -5,6 +5,7 @@ Each stage is a plain function; this module composes them and owns the output fo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from .progress import Progress, Silent
 from .reports import ExportReport, write_reports
 from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
 from .tasks import get_task
-from .texts import long_text, parity_texts
+from .texts import long_texts, parity_texts
 from .verify import ParityResult, compare
 
 MANIFEST_SCHEMA = 2
@@ -283,12 +284,13 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
 
 
 def _parity_examples(loaded: LoadedModel, data, max_len: int, progress) -> ParityInputs:
-    """The user's text plus the empty text and the longest input, or the built-in mix of real
-    sentences at many lengths, with the fp32 reference's outputs."""
+    """The user's text or the built-in mix of real sentences, plus the empty text and several texts at
+    128 tokens and at the max length (so those length buckets are gated), with the fp32 reference's outputs."""
     with progress.step("fp32 reference on parity text"):
         if data is not None:
-            texts = [""] + data.texts + [long_text(loaded.tokenizer, max_len)]
-            example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None]
+            extra = long_texts(loaded.tokenizer, max_len)
+            texts = [""] + data.texts + extra
+            example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None] * len(extra)
         else:
             texts = parity_texts(loaded.tokenizer, max_len)
             example_labels = None
@@ -372,10 +374,10 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thre
             seconds_each.append(time.perf_counter() - t)
         parity = compare(loaded.task, reference, actual, thresholds, texts=[ex.text for ex in examples],
                          lengths=[ex.length for ex in examples], labels=example_labels)
+        cov = module.coverage(dest, quant)  # quantization/delegation coverage is part of parity
+        parity = dataclasses.replace(parity, coverage=cov, failures=parity.failures + tuple(cov["problems"]))
     verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
-    agreement = "n/a" if parity.agreement is None else f"{parity.agreement:.2%}"
-    progress.say(f"{backend.value}: max|diff| {parity.max_abs_diff:.3g}, SQNR {parity.sqnr_db:.1f} dB, "
-                 f"agreement {agreement} -> {verdict}")
+    progress.say(f"{backend.value}: {parity.headline()} -> {verdict}")
     ms = sorted(1000 * x for x in seconds_each)
     stats = dict(runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
                  parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),

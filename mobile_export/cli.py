@@ -46,9 +46,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--keep-fp32-embeddings", action="store_true",
                     help="with int8, leave the word-embedding table in fp32 (default: int8 per row)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
-    ex.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
-    ex.add_argument("--min-agreement", type=float, help="parity limit on top-1 agreement, 0..1 (default: 0.99 for int8)")
-    ex.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB (default: 20 for int8)")
+    _threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
     ex.add_argument("--budget", help="largest acceptable artifact: a size (15MB, 12MiB; the file) or a store preset "
                     "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over")
@@ -72,9 +70,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--quant", choices=[q.value for q in Quant],
                     help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)")
     pa.add_argument("--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)")
-    pa.add_argument("--max-abs-diff", type=float, help="limit on max |logit diff|")
-    pa.add_argument("--min-agreement", type=float, help="limit on top-1 agreement, 0..1")
-    pa.add_argument("--min-sqnr", type=float, help="limit on SQNR in dB")
+    _threshold_args(pa)
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
     pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -107,10 +103,22 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _threshold_args(p) -> None:
+    p.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
+    p.add_argument("--min-agreement", type=float,
+                   help="parity limit on decisive top-1 agreement, 0..1, overall and per length bucket "
+                   "(default: 0.99 for int8)")
+    p.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB, overall and per length bucket "
+                   "(default: 20 for int8)")
+    p.add_argument("--min-example-sqnr", type=float, help="parity floor on every example's SQNR in dB "
+                   "(default: 15 for int8)")
+
+
 def _thresholds(args, quant):
     from .config import Thresholds
 
-    return Thresholds.from_overrides(quant, args.max_abs_diff, args.min_agreement, args.min_sqnr)
+    return Thresholds.from_overrides(quant, max_abs_diff=args.max_abs_diff, min_agreement=args.min_agreement,
+                                     min_sqnr_db=args.min_sqnr, min_example_sqnr_db=args.min_example_sqnr)
 
 
 def _cmd_parity(args) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .errors import BadInputError
@@ -40,15 +40,24 @@ def parse_enum(enum_cls: type[Enum], value: str, what: str) -> Enum:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Pass/fail limits of a parity check.
+    """Pass/fail limits of a parity check (None: not checked).
 
-    fp32 artifacts are held to an absolute error; int8 artifacts to top-1 agreement and SQNR,
+    fp32 artifacts are held to an absolute error; int8 artifacts to decisive top-1 agreement and SQNR
+    (over all examples and in every length bucket with enough examples) and a per-example SQNR floor,
     because an absolute error of 1e-4 is impossible after quantization.
+
+    Args:
+        max_abs_diff: largest |artifact - fp32| of any output value.
+        min_agreement: share of the reference's clear decisions (top-1 margin above what the
+            artifact's error can move) the artifact must reproduce.
+        min_sqnr_db: signal-to-quantization-noise ratio over all outputs, and per length bucket.
+        min_example_sqnr_db: floor on every single example's SQNR (no example may be badly wrong).
     """
 
     max_abs_diff: float | None = None
     min_agreement: float | None = None
     min_sqnr_db: float | None = None
+    min_example_sqnr_db: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_abs_diff is not None and self.max_abs_diff < 0:
@@ -57,24 +66,37 @@ class Thresholds:
             raise BadInputError("agreement threshold must be between 0 and 1")
 
     @staticmethod
-    def from_overrides(quant: Quant, max_abs_diff: float | None = None, min_agreement: float | None = None,
-                       min_sqnr_db: float | None = None) -> "Thresholds | None":
-        """The defaults for ``quant`` with the given limits replaced; None when nothing is overridden
-        (each artifact then gets the defaults of its own precision)."""
-        if max_abs_diff is None and min_agreement is None and min_sqnr_db is None:
+    def from_overrides(quant: Quant, **limits: float | None) -> "Thresholds | None":
+        """The defaults for ``quant`` with the given limits (``max_abs_diff=...``) replaced; None when
+        nothing is overridden (each artifact then gets the defaults of its own precision)."""
+        given = {k: v for k, v in limits.items() if v is not None}
+        if not given:
             return None
-        base = Thresholds.default_for(quant)
-        return Thresholds(
-            max_abs_diff=base.max_abs_diff if max_abs_diff is None else max_abs_diff,
-            min_agreement=base.min_agreement if min_agreement is None else min_agreement,
-            min_sqnr_db=base.min_sqnr_db if min_sqnr_db is None else min_sqnr_db,
-        )
+        return replace(Thresholds.default_for(quant), **given)
 
     @staticmethod
     def default_for(quant: Quant) -> "Thresholds":
         if quant is Quant.FP32:
             return Thresholds(max_abs_diff=1e-4)
-        return Thresholds(min_agreement=0.99, min_sqnr_db=20.0)
+        return Thresholds(min_agreement=0.99, min_sqnr_db=20.0, min_example_sqnr_db=15.0)
+
+    def explain(self) -> list[str]:
+        """One line per active gate, for reports."""
+        lines = []
+        if self.max_abs_diff is not None:
+            lines.append(f"max |diff| <= {self.max_abs_diff:g}: no output value of any example is further "
+                         "from fp32 than this")
+        if self.min_agreement is not None:
+            lines.append(f"decisive agreement >= {self.min_agreement:.0%}: the artifact makes the same top-1 "
+                         "decision as fp32 wherever fp32's margin is more than twice the artifact's error on "
+                         "that example (closer calls are near-ties, counted but not gated), over all examples "
+                         "and in each length bucket")
+        if self.min_sqnr_db is not None:
+            lines.append(f"SQNR >= {self.min_sqnr_db:g} dB: output energy over error energy, over all examples "
+                         "and in each length bucket with 3 or more examples")
+        if self.min_example_sqnr_db is not None:
+            lines.append(f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong")
+        return lines
 
 
 @dataclass(frozen=True)

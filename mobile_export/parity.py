@@ -9,16 +9,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .config import Thresholds
 from .tasks import TaskSpec
-from .verify import _decisions, compare
+from .verify import MIN_BUCKET_EXAMPLES, Pooled, _decisions, buckets, example_stats
 
-BUCKETS = ((1, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 512), (513, 1 << 30))
 MAX_POINTS = 3000
-
-
-def bucket_name(lo: int, hi: int) -> str:
-    return f"{lo}+" if hi >= 1 << 30 else f"{lo}-{hi}"
 
 
 @dataclass(frozen=True)
@@ -32,6 +26,10 @@ class LengthBucket:
     sqnr_db: float
     min_cosine: float
     agreement: float | None
+    decisive_agreement: float | None = None
+    near_ties: int = 0
+    min_example_sqnr_db: float | None = None
+    gated: bool = False  # enough examples to be gated on its own
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,16 +50,15 @@ class PlotData:
 
 def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[LengthBucket]:
     """Metrics per sequence-length bucket (only buckets that have examples)."""
+    stats = example_stats(task, reference, actual)
     out = []
-    none = Thresholds(max_abs_diff=None, min_agreement=None, min_sqnr_db=None)
-    for lo, hi in BUCKETS:
-        idx = [i for i, n in enumerate(lengths) if lo <= n <= hi]
-        if not idx:
-            continue
-        r = compare(task, [reference[i] for i in idx], [actual[i] for i in idx], none)
-        out.append(LengthBucket(bucket=bucket_name(lo, hi), examples=len(idx), max_abs_diff=r.max_abs_diff,
-                                mean_abs_diff=r.mean_abs_diff, sqnr_db=r.sqnr_db, min_cosine=r.min_cosine,
-                                agreement=r.agreement))
+    for name, idx in buckets(lengths):
+        p = Pooled.of([stats[i] for i in idx])
+        out.append(LengthBucket(bucket=name, examples=len(idx), max_abs_diff=p.max_abs_diff,
+                                mean_abs_diff=p.mean_abs_diff, sqnr_db=p.sqnr_db, min_cosine=p.min_cosine,
+                                agreement=p.agreement, decisive_agreement=p.decisive_agreement,
+                                near_ties=p.decisions - p.decisive, min_example_sqnr_db=p.min_example_sqnr_db,
+                                gated=len(idx) >= MIN_BUCKET_EXAMPLES))
     return out
 
 

@@ -70,13 +70,24 @@ def _artifact_rows(report: dict) -> list[list[str]]:
         p = a["parity"]
         acc = "n/a" if p.get("accuracy") is None else f"{p['accuracy']:.2%} (fp32 {p['reference_accuracy']:.2%})"
         rows.append([a["file"], a.get("quant", "?"), f"{a['bytes']:,}", _num(p["max_abs_diff"]),
-                     _num(p["mean_abs_diff"]), _num(p["sqnr_db"], ".1f"), _num(p["min_cosine"], ".5f"),
-                     _pct(p["agreement"]), acc, "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"])])
+                     _num(p["mean_abs_diff"]), _num(p["sqnr_db"], ".1f"), _num(p.get("min_example_sqnr_db"), ".1f"),
+                     _num(p["min_cosine"], ".5f"), _pct(p["agreement"]), _pct(p.get("decisive_agreement")),
+                     str(p.get("near_ties", "n/a")), _coverage(p.get("coverage")), acc,
+                     "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"])])
     return rows
 
 
-HEAD = ["artifact", "quant", "bytes", "max abs diff", "mean abs diff", "SQNR dB", "min cosine", "top-1 agreement",
-        "accuracy", "verdict"]
+def _coverage(c: dict | None) -> str:
+    if not c:
+        return "n/a"
+    if "fp32_weight_matmuls" in c:
+        return f"{c['quantized_weight_matmuls']} int8 / {c['fp32_weight_matmuls']} fp32 weight MatMuls"
+    return (f"{c['xnnpack_calls']} XNNPACK calls; outside: {len(c['compute_ops_outside_delegate'])} compute, "
+            f"{len(c['ops_outside_delegate']) - len(c['compute_ops_outside_delegate'])} data-movement ops")
+
+
+HEAD = ["artifact", "quant", "bytes", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB", "min cosine",
+        "raw top-1 agreement", "decisive agreement", "near-ties", "coverage", "accuracy", "verdict"]
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -90,10 +101,13 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     out = [("Parity against the fp32 PyTorch reference", HEAD, _artifact_rows(report))]
     for a in report["artifacts"]:
         rows = [[b["bucket"], str(b["examples"]), _num(b["max_abs_diff"]), _num(b["mean_abs_diff"]),
-                 _num(b["sqnr_db"], ".1f"), _pct(b["agreement"])] for b in a["parity"].get("by_length", [])]
+                 _num(b["sqnr_db"], ".1f"), _num(b.get("min_example_sqnr_db"), ".1f"), _pct(b["agreement"]),
+                 _pct(b.get("decisive_agreement")), str(b.get("near_ties", "n/a")), "yes" if b.get("gated") else "no"]
+                for b in a["parity"].get("by_length", [])]
         if rows:
             out.append((f"{a['file']}: by sequence length (tokens)",
-                        ["tokens", "examples", "max abs diff", "mean abs diff", "SQNR dB", "agreement"], rows))
+                        ["tokens", "examples", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB",
+                         "raw agreement", "decisive agreement", "near-ties", "gated"], rows))
     cross = report.get("cross_runtime") or []
     if cross:
         out.append(("Across runtimes", ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
@@ -127,9 +141,11 @@ def _summary_lines(report: dict) -> list[str]:
     data = report.get("parity_data", {})
     lines = [f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
              f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled)",
-             f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, agreement {_pct(t.get('min_agreement'))}, "
-             f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB",
+             f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
+             f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
              f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**"]
+    gates = sorted({g for a in report["artifacts"] for g in a["parity"].get("gates", [])}, key=str)
+    lines += [f"- gate: {g}" for g in gates]
     v = report.get("versions", {})
     lines.append("- versions: " + ", ".join(f"{k} {v[k]}" for k in ("mobile-export", "torch", "executorch",
                                                                        "onnxruntime", "transformers") if v.get(k)))
@@ -264,11 +280,14 @@ def summary(report: dict) -> str:
              f"{'accuracy':>15} {'ms/text':>8}  verdict"]
     for a in report["artifacts"]:
         p = a["parity"]
-        agree = "n/a" if p["agreement"] is None else f"{p['agreement']:.1%}"
+        agree = "n/a" if p.get("decisive_agreement") is None else f"{p['decisive_agreement']:.1%}"
         acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
         ms = a["stats"].get("parity_latency_ms", {}).get("median")
         lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
                      f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
+    ties = [a["parity"].get("near_ties") for a in report["artifacts"] if a["parity"].get("agreement") is not None]
+    if ties:
+        lines.append(f"agree: decisive top-1 agreement (near-ties left out: {', '.join(map(str, ties))})")
     if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
         lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
     for a in report["artifacts"]:

@@ -46,22 +46,38 @@ def builtin_texts() -> list[str]:
     return ENGLISH + CHINESE + MIXED
 
 
-def long_text(tokenizer, n_tokens: int) -> str:
-    """A real-sentence text that tokenizes to at least ``n_tokens`` ids (before truncation)."""
+def long_text(tokenizer, n_tokens: int, start: int = 0) -> str:
+    """A real-sentence text of as close to ``n_tokens`` ids as whole words allow (never more), built
+    from the built-in sentences starting at the ``start``-th."""
     pool = builtin_texts()
+
+    def count(t: str) -> int:
+        return len(tokenizer(t)["input_ids"])
+
     parts: list[str] = []
     i = 0
     while True:
-        parts.append(pool[i % len(pool)])
+        parts.append(pool[(start + i) % len(pool)])
         i += 1
         text = " ".join(parts)
-        if len(tokenizer(text)["input_ids"]) >= n_tokens or i > 50 * len(pool):
-            return text
+        if count(text) >= n_tokens or i > 50 * len(pool):
+            break
+    words = text.split(" ")
+    while len(words) > 1 and count(" ".join(words)) > n_tokens:
+        words.pop()
+    return " ".join(words)
+
+
+LONG_TEXTS = 3  # texts at 128 tokens and at the max length: enough for their length bucket to be gated
+
+
+def long_texts(tokenizer, max_len: int) -> list[str]:
+    """``LONG_TEXTS`` different texts at 128 tokens and as many at ``max_len`` (different sentence mixes)."""
+    pool = len(builtin_texts())
+    return [long_text(tokenizer, target, start=k * pool // LONG_TEXTS)
+            for target in sorted({min(128, max_len), max_len}) for k in range(LONG_TEXTS)]
 
 
 def parity_texts(tokenizer, max_len: int) -> list[str]:
     """Texts for the export-time parity check: empty ([CLS] [SEP]), short, 128 tokens, and max length."""
-    texts = [""] + builtin_texts()
-    for target in sorted({min(128, max_len), max_len}):
-        texts.append(long_text(tokenizer, target))
-    return texts
+    return [""] + builtin_texts() + long_texts(tokenizer, max_len)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mobile_export.config import Thresholds
+from mobile_export.config import Quant, Thresholds
 from mobile_export.tasks import get_task
 from mobile_export.verify import compare, cosine, sqnr_db
 
@@ -43,9 +43,64 @@ def test_compare_sequence_logits():
     assert r.sqnr_db == pytest.approx(10 * math.log10(14 / 18.25))
     assert not r.passed
     assert any("max |diff|" in f for f in r.failures)
-    assert any("agreement 50.00%" in f for f in r.failures)
     assert any("SQNR" in f for f in r.failures)
     assert r.worst[0].text == "b" and r.worst[0].length == 4
+    # Both margins (1 and 3) are within twice the example's own error (0.5 and 3): near-ties.
+    assert r.near_ties == 2 and r.n_decisive == 0 and r.decisive_agreement is None
+
+
+def _cls_set(n: int, err: float, margin: float = 1.0):
+    """n two-class examples with reference margin ``margin`` and an artifact off by ``err`` on one logit."""
+    ref = [[np.array([[margin, 0.0]])] for _ in range(n)]
+    act = [[np.array([[margin - err, 0.0]])] for _ in range(n)]
+    return ref, act
+
+
+INT8 = Thresholds.default_for(Quant.INT8)
+
+
+def test_a_near_tie_flip_does_not_fail_a_good_artifact():
+    ref, act = _cls_set(30, 0.01)
+    ref.append([np.array([[0.004, 0.0]])])  # fp32 barely decides; the artifact's noise flips it
+    act.append([np.array([[0.0, 0.004]])])
+    r = compare(CLS, ref, act, Thresholds(min_agreement=0.99))
+    assert r.agreement < 0.99  # raw agreement would refuse it
+    assert r.near_ties == 1 and r.decisive_agreement == 1.0 and r.passed, r.failures
+
+
+def test_a_clear_flip_fails_even_when_its_own_error_is_large():
+    ref, act = _cls_set(30, 0.01)
+    ref.append([np.array([[0.8, 0.0]])])  # a clear decision, flipped by an error far beyond the others'
+    act.append([np.array([[0.0, 0.8]])])
+    r = compare(CLS, ref, act, Thresholds(min_agreement=0.99))
+    assert r.near_ties == 0 and r.decisive_agreement == pytest.approx(30 / 31)
+    assert not r.passed and any("decisive agreement" in f and "1 of 31" in f for f in r.failures)
+
+
+def test_per_example_floor_catches_one_bad_example_that_pooled_metrics_hide():
+    ref, act = _cls_set(200, 0.001, margin=10.0)
+    ref.append([np.array([[10.0, 0.0]])])
+    act.append([np.array([[6.0, 0.0]])])  # 8 dB on this one example; pooled SQNR stays ~31 dB
+    lengths = list(range(1, 202))
+    r = compare(CLS, ref, act, INT8, texts=[f"t{i}" for i in range(201)], lengths=lengths)
+    assert r.sqnr_db > 30 and r.agreement == 1.0
+    assert not r.passed and any("per-example SQNR floor" in f and "'t200'" in f for f in r.failures)
+    ok = compare(CLS, ref[:-1], act[:-1], INT8, lengths=lengths[:-1])
+    assert ok.passed, ok.failures
+
+
+def test_a_length_bucket_fails_on_its_own():
+    ref, act = _cls_set(100, 0.001, margin=10.0)
+    lengths = [10] * 100
+    for _ in range(3):  # three long examples, each 18 dB: above the per-example floor, below 20 dB
+        ref.append([np.array([[10.0, 0.0]])])
+        act.append([np.array([[8.75, 0.0]])])
+        lengths.append(300)
+    r = compare(CLS, ref, act, INT8, lengths=lengths)
+    assert r.sqnr_db > 20 and r.min_example_sqnr_db > 15
+    assert not r.passed and any(f.startswith("length bucket 257-512 tokens (3 examples): SQNR") for f in r.failures)
+    two = compare(CLS, ref[:-1], act[:-1], INT8, lengths=lengths[:-1])  # 2 examples: too few to gate alone
+    assert two.passed, two.failures
 
 
 def test_compare_token_and_span_decisions():

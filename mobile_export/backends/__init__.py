@@ -8,6 +8,7 @@ Each backend module provides::
     blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
     stores_int8(path) -> bool                                                 # default parity thresholds
     memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
+    coverage(path, quant) -> dict                                             # what runs unquantized/undelegated
     usage(stats) -> dict                                                      # how an app loads and calls it
     RUNTIME_VERSION() -> str
 

@@ -283,6 +283,36 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     return found, sum(len(d.data) for d in pte.program.backend_delegate_data)
 
 
+# Operators an export may run outside the XNNPACK delegate: table lookups, shape queries and copies
+# that move or reshape data without arithmetic. Any other operator outside the delegate is compute
+# that falls back to ExecuTorch's portable kernels (slow, and unquantized in an int8 artifact).
+OUTSIDE_DELEGATE_ALLOWED = frozenset({
+    "aten::embedding", "aten::sym_size", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::view_copy",
+    "aten::slice_copy", "aten::select_copy", "aten::expand_copy", "aten::permute_copy", "aten::clone",
+    "dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order", "aten::_to_copy",
+    "executorch_prim::et_view", "aten::split_with_sizes_copy", "aten::split_copy", "aten::unbind_copy",
+})
+
+
+def coverage(path: Path, quant: Quant) -> dict:
+    """Operators each method runs outside the XNNPACK delegate, read from the .pte's execution plans;
+    anything beyond ``OUTSIDE_DELEGATE_ALLOWED`` is a problem."""
+    pte = _read(path)
+    outside: dict[str, list[str]] = {}
+    delegates = 0
+    for plan in pte.program.execution_plan:
+        delegates += len(plan.delegates)
+        for op in plan.operators:
+            outside.setdefault(op.name, []).append(plan.name)
+    compute = sorted(op for op in outside if op not in OUTSIDE_DELEGATE_ALLOWED)
+    problems = []
+    if compute:
+        problems.append(f"{len(compute)} compute operator(s) run outside the XNNPACK delegate "
+                        f"({', '.join(f'{op} in {outside[op][0]}' for op in compute[:4])})")
+    return {"xnnpack_calls": delegates, "ops_outside_delegate": sorted(outside),
+            "compute_ops_outside_delegate": compute, "problems": problems}
+
+
 def stores_int8(path: Path) -> bool:
     """True when the XNNPACK delegate holds int8 weights (their per-channel scales are named ``scale_*``)."""
     pte = _read(path)

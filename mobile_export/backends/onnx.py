@@ -236,6 +236,37 @@ def usage(stats: dict) -> dict:
                                    "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"}}
 
 
+QUANTIZED_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm")
+
+
+def matmul_coverage(nodes, quant: Quant) -> dict:
+    """Quantization coverage from ``(op_type, name, reads_a_constant_weight)`` of every node: an int8
+    artifact must leave no MatMul/Gemm on a stored weight in fp32."""
+    fp32, quantized = [], 0
+    for op, name, constant_b in nodes:
+        if op in QUANTIZED_MATMULS:
+            quantized += 1
+        elif op in ("MatMul", "Gemm", "FusedMatMul") and constant_b:
+            fp32.append(name or op)
+    problems = []
+    if quant is Quant.INT8 and fp32:
+        problems.append(f"{len(fp32)} weight MatMul/Gemm left in fp32 in an int8 artifact "
+                        f"({', '.join(fp32[:4])}{', ...' if len(fp32) > 4 else ''})")
+    return {"quantized_weight_matmuls": quantized, "fp32_weight_matmuls": len(fp32),
+            "fp32_weight_matmul_nodes": fp32[:20], "problems": problems}
+
+
+def coverage(path: Path, quant: Quant) -> dict:
+    """Weight MatMuls quantized and left fp32, read from the .onnx (subgraphs included)."""
+    import onnx
+
+    from quantize.onnx_dynamic import graphs
+
+    model = onnx.load(str(path), load_external_data=False)
+    return matmul_coverage(((n.op_type, n.name, len(n.input) > 1 and n.input[1] in constants)
+                            for graph, constants in graphs(model.graph) for n in graph.node), quant)
+
+
 def memory_sharing(path: Path) -> tuple[bool, str]:
     return True, ("shared in RAM: ONNX Runtime prepacks each stored weight once per session, so one stored copy "
                   "of the shared layer is one packed copy")

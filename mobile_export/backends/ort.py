@@ -30,25 +30,43 @@ def files(path: Path) -> list[Path]:
 usage = onnx_backend.usage
 
 
-def initializers(path: Path):
-    """Initializer tensors (flatbuffer tables) of an ORT-format model, subgraphs included, read with
-    ONNX Runtime's own schema reader."""
+def _graphs(path: Path):
+    """(graph, initializer names it can read) for the main graph and every subgraph."""
     from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
 
     session = InferenceSession.InferenceSession.GetRootAs(Path(path).read_bytes(), 0)
-    stack = [session.Model().Graph()]
+    stack = [(session.Model().Graph(), frozenset())]
     while stack:
-        graph = stack.pop()
-        for i in range(graph.InitializersLength()):
-            yield graph.Initializers(i)
+        graph, outer = stack.pop()
+        names = outer | {graph.Initializers(i).Name().decode() for i in range(graph.InitializersLength())}
+        yield graph, names
         for n in range(graph.NodesLength()):
             node = graph.Nodes(n)
             for a in range(node.AttributesLength()):
                 attr = node.Attributes(a)
                 if attr.G() is not None:
-                    stack.append(attr.G())
-                for g in range(attr.GraphsLength()):
-                    stack.append(attr.Graphs(g))
+                    stack.append((attr.G(), names))
+                stack.extend((attr.Graphs(g), names) for g in range(attr.GraphsLength()))
+
+
+def initializers(path: Path):
+    """Initializer tensors (flatbuffer tables) of an ORT-format model, subgraphs included, read with
+    ONNX Runtime's own schema reader."""
+    for graph, _ in _graphs(path):
+        for i in range(graph.InitializersLength()):
+            yield graph.Initializers(i)
+
+
+def coverage(path: Path, quant: Quant) -> dict:
+    """Weight MatMuls quantized and left fp32, read from the ORT-format graph (after its optimizations)."""
+    def nodes():
+        for graph, constants in _graphs(path):
+            for n in range(graph.NodesLength()):
+                node = graph.Nodes(n)
+                b = node.Inputs(1).decode() if node.InputsLength() > 1 else ""
+                yield node.OpType().decode(), (node.Name() or b"").decode(), b in constants
+
+    return onnx_backend.matmul_coverage(nodes(), quant)
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:
