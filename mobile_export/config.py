@@ -95,7 +95,8 @@ class Thresholds:
             lines.append(f"SQNR >= {self.min_sqnr_db:g} dB: output energy over error energy, over all examples "
                          "and in each length bucket with 3 or more examples")
         if self.min_example_sqnr_db is not None:
-            lines.append(f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong")
+            lines.append(f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong "
+                         "(a text with near-zero outputs is judged against the median text's output power)")
         return lines
 
 

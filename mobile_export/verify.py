@@ -156,10 +156,15 @@ class ExampleStats:
     agree: int
     decisive: int  # decisions whose reference margin exceeds 2 x the tie bound
     decisive_agree: int
+    typical_power: float = 0.0  # median example's mean squared reference output
 
     @property
     def sqnr_db(self) -> float:
-        return _sqnr_from_sums(self.signal, self.noise)
+        """The example's SQNR, its signal floored at the typical example's: a text whose outputs are
+        near zero (a neutral review's two logits) is judged against what outputs normally look like,
+        so a small error on tiny logits does not read as a bad example."""
+        n = max(1, self.count)
+        return _sqnr_from_sums(max(self.signal / n, self.typical_power), self.noise / n)
 
 
 def example_stats(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list[np.ndarray]]) -> list[ExampleStats]:
@@ -186,6 +191,8 @@ def example_stats(task: TaskSpec, reference: list[list[np.ndarray]], actual: lis
         errors.append(parts)
     ex_max = [max((float(d.max()) if d.size else 0.0) for _, _, d in parts) for parts in errors]
     cap = TIE_ERROR_CAP * float(np.median(ex_max))
+    typical = float(np.median([sum(np.sum(r * r) for r, _, _ in parts) / max(1, sum(r.size for r, _, _ in parts))
+                               for parts in errors]))
     out = []
     for parts, m, ref_outs, act_outs in zip(errors, ex_max, reference, actual):
         decisions = agree = decisive = decisive_agree = 0
@@ -202,7 +209,7 @@ def example_stats(task: TaskSpec, reference: list[list[np.ndarray]], actual: lis
                 signal=float(sum(np.sum(r * r) for r, _, _ in parts)),
                 noise=float(sum(np.sum((r - a) ** 2) for r, a, _ in parts)),
                 min_cosine=min(cosine(r, a) for r, a, _ in parts), decisions=decisions, agree=agree,
-                decisive=decisive, decisive_agree=decisive_agree))
+                decisive=decisive, decisive_agree=decisive_agree, typical_power=typical))
     return out
 
 

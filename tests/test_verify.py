@@ -89,6 +89,16 @@ def test_per_example_floor_catches_one_bad_example_that_pooled_metrics_hide():
     assert ok.passed, ok.failures
 
 
+def test_per_example_floor_judges_near_zero_outputs_against_the_typical_example():
+    ref, act = _cls_set(50, 0.05, margin=3.0)
+    ref.append([np.array([[0.02, -0.02]])])  # a neutral text: tiny logits, the usual small error
+    act.append([np.array([[-0.02, 0.03]])])
+    r = compare(CLS, ref, act, INT8)
+    assert r.passed, r.failures  # its own SQNR (-4 dB) would have failed it
+    act[-1] = [np.array([[-1.0, 1.0]])]  # the same text, now badly wrong against what outputs look like
+    assert any("per-example SQNR floor" in f for f in compare(CLS, ref, act, INT8).failures)
+
+
 def test_a_length_bucket_fails_on_its_own():
     ref, act = _cls_set(100, 0.001, margin=10.0)
     lengths = [10] * 100
