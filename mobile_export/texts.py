@@ -47,7 +47,7 @@ def builtin_texts() -> list[str]:
 
 
 def long_text(tokenizer, n_tokens: int, start: int = 0) -> str:
-    """A real-sentence text of as close to ``n_tokens`` ids as whole words allow (never more), built
+    """A real-sentence text of ``n_tokens`` ids (fewer only when no prefix hits it exactly), built
     from the built-in sentences starting at the ``start``-th."""
     pool = builtin_texts()
 
@@ -62,10 +62,14 @@ def long_text(tokenizer, n_tokens: int, start: int = 0) -> str:
         text = " ".join(parts)
         if count(text) >= n_tokens or i > 50 * len(pool):
             break
-    words = text.split(" ")
-    while len(words) > 1 and count(" ".join(words)) > n_tokens:
-        words.pop()
-    return " ".join(words)
+    lo, hi = 0, len(text)  # the longest prefix of at most n_tokens ids (usually exactly n_tokens)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= n_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip()
 
 
 LONG_TEXTS = 3  # texts at 128 tokens and at the max length: enough for their length bucket to be gated
