@@ -47,11 +47,12 @@ class ParityInputs:
     reference: list
     labels: list | None
     source: str
+    blank_lines: int = 0  # skipped in the --data file
 
     def describe(self) -> dict:
         return {"source": self.source, "examples": len(self.examples),
                 "labelled": sum(y is not None for y in self.labels or []),
-                "lengths": sorted({ex.length for ex in self.examples})}
+                "lengths": sorted({ex.length for ex in self.examples}), "blank_lines_skipped": self.blank_lines}
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,8 @@ def _parity_examples(loaded: LoadedModel, data, max_len: int, progress) -> Parit
             example_labels = None
         examples = tokenize(loaded.tokenizer, texts, max_len)
         reference = reference_outputs(loaded.model, loaded.task, examples)
-    return ParityInputs(examples, reference, example_labels, data.source if data is not None else "built-in text")
+    return ParityInputs(examples, reference, example_labels, data.source if data is not None else "built-in text",
+                        data.blank_lines if data is not None else 0)
 
 
 def _size_entry(path: Path, summary: dict | None, quant: Quant, int8_embeddings: bool, max_len: int,
@@ -370,8 +372,15 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thre
         actual, seconds_each = [], []
         for ex in examples:
             t = time.perf_counter()
-            actual.append(runner.run(ex.feeds))
+            try:
+                actual.append(runner.run(ex.feeds))
+            except Exception as exc:  # e.g. token ids beyond a smaller vocabulary
+                raise ArtifactLoadError(
+                    f"{dest.name} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
+                    f"export of this checkpoint ({loaded.config.vocab_size} words, max length "
+                    f"{loaded.config.max_position_embeddings}); pass the checkpoint it was exported from") from exc
             seconds_each.append(time.perf_counter() - t)
+        _same_outputs(dest.name, loaded, reference[0], actual[0])
         parity = compare(loaded.task, reference, actual, thresholds, texts=[ex.text for ex in examples],
                          lengths=[ex.length for ex in examples], labels=example_labels)
         cov = module.coverage(dest, quant)  # quantization/delegation coverage is part of parity
@@ -389,6 +398,16 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thre
                           sha256=sha256_file(dest), export_seconds=0.0, parity=parity, stats=stats,
                           by_length=by_length(loaded.task, reference, actual, lengths),
                           plot=plot_data(reference, actual, lengths), outputs=actual)
+
+
+def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list) -> None:
+    """An artifact of another model (other labels, other task) has other outputs: exit 2, one line."""
+    want = [tuple(r.shape) for r in reference]
+    got = [tuple(a.shape) for a in actual]
+    if want != got:
+        labels = f", {loaded.config.num_labels} labels" if loaded.task.has_labels else ""
+        raise ArtifactLoadError(f"{name} outputs shapes {got}, the checkpoint ({loaded.task.name}{labels}) "
+                                f"{want}: it is an export of a different model; pass the checkpoint it was exported from")
 
 
 def _artifact_dict(r: ArtifactResult) -> dict:
@@ -436,11 +455,8 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     """
     options = options or ParityOptions()
     progress = progress or Silent()
-    paths = [Path(a) for a in artifacts]
-    for p in paths:
-        if not p.is_file():
-            raise BadInputError(f"{p} does not exist; pass {backends.suffix_list()} files")
-        backends.for_path(p)
+    given = [Path(a) for a in artifacts]
+    paths = [backends.open_artifact(p)[1] for p in given]  # every artifact checked before any runtime sees it
     quants = []
     for p in paths:  # every artifact readable before the (slow) reference run
         try:
@@ -460,16 +476,15 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
     check = _Check(loaded, _parity_examples(loaded, parity_data, max_len, progress), progress)
     results = []
-    names = [p.name for p in paths]
-    for p, q in zip(paths, quants):
+    names = [p.name for p in given]
+    for g, p, q in zip(given, paths, quants):
         r = _check_artifact(backends.for_path(p), p, q, options.thresholds or Thresholds.default_for(q), check)
-        if names.count(p.name) > 1:
-            r.file = str(p)
+        r.file = str(g) if names.count(g.name) > 1 else g.name
         results.append(r)
     report = _build_report("mobile-export parity", check, results,
                            {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
                             "max_seq_len": max_len},
-                           [{"path": str(p)} for p in paths]).to_json()
+                           [{"path": str(p)} for p in given]).to_json()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "report.json", report)
@@ -533,8 +548,15 @@ def _size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str |
         return {"config": _config_summary(config), "architecture": architecture}, None, True
     report = path.parent / "report.json"
     if report.is_file():
-        r = json.loads(report.read_text())
-        opts = r.get("options", {})
+        try:
+            r = json.loads(report.read_text(encoding="utf-8"))
+            opts = r.get("options", {})
+            entry = next((a for a in r["artifacts"] if a.get("file") == path.name), None)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadInputError(f"{report} is not a mobile-export report; pass --checkpoint instead") from None
+        if entry is None or entry.get("sha256") != sha256_file(path):
+            raise ArtifactLoadError(f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
+                                    "from the file's): pass --checkpoint, or keep the export folder as written")
         return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
     return None, None, True
 
@@ -556,10 +578,7 @@ def size_report(artifacts: list[str | os.PathLike], checkpoint: str | None = Non
     resolved = [resolve_budget(b) for b in budgets]
     entries = []
     for name in artifacts:
-        path = Path(name)
-        if not path.is_file():
-            raise BadInputError(f"{path} does not exist; pass {backends.suffix_list()} files")
-        backends.for_path(path)
+        _, path = backends.open_artifact(name)  # checked before any runtime sees it
         info, stored_quant, int8_embeddings = _size_inputs(path, checkpoint)
         chosen = quant or Quant(stored_quant or Quant.INT8.value)
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)

@@ -130,14 +130,12 @@ def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int,
 def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], threads: list[int], runs: int = 30,
           vocab: int | None = None, say=print) -> dict:
     """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count."""
+    from . import backends
+
     targets = []
     for a in artifacts:
-        p = Path(a)
-        from . import backends
-
-        if not p.is_file():
-            raise BadInputError(f"{a} does not exist; pass existing {backends.suffix_list()} files")
-        targets.append((backends.for_path(p).value, str(p), p.name))
+        backend, real = backends.open_artifact(a)  # checked before any runtime sees it
+        targets.append((backend.value, str(real), Path(a).name))
     names = [t[2] for t in targets]
     targets = [(k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name)
                for k, path, name in targets]  # same file name from different exports: say which

@@ -15,6 +15,7 @@ class ParityData:
     texts: list[str]
     labels: list[int] | None  # class index per text, when every line has a label
     source: str
+    blank_lines: int = 0  # skipped
 
 
 def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> ParityData:
@@ -22,7 +23,8 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
 
     Args:
         path: UTF-8 text, one example per line. A line ``label<TAB>text`` carries a label: a class
-            index or one of ``label_names``. Blank lines are skipped; over-long lines are cut.
+            index or one of ``label_names`` (anything else before a tab is an error naming the line).
+            Blank lines are skipped and counted; over-long lines are cut.
         label_names: the model's labels by index, to accept names as labels.
 
     Raises:
@@ -40,8 +42,10 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
         raise BadInputError(f"--data {p} is not valid UTF-8 (line {line}); re-save it as UTF-8") from None
     by_name = {name: i for i, name in enumerate(label_names or [])}
     texts, labels = [], []
-    for line in content.splitlines():
+    blank = 0
+    for number, line in enumerate(content.splitlines(), 1):
         if not line.strip():
+            blank += 1
             continue
         label = None
         if "\t" in line:
@@ -50,8 +54,11 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
                 label = by_name[head]
             elif head.strip().isdigit() and (not label_names or int(head) < len(label_names)):
                 label = int(head)
-            if label is not None:
-                line = rest
+            else:
+                known = f"0..{len(label_names) - 1} or one of {', '.join(label_names)}" if label_names else "a class index"
+                raise BadInputError(f"--data {p} line {number}: label '{head[:40]}' is neither a class index nor a "
+                                    f"label name (expected {known}); fix the line, or drop the tab for unlabelled text")
+            line = rest
         texts.append(line[:MAX_LINE_CHARS])
         labels.append(label)
     if not texts:
@@ -59,4 +66,4 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
     with_label = sum(x is not None for x in labels)
     if 0 < with_label < len(labels):
         raise BadInputError(f"--data {p}: {with_label} of {len(labels)} lines have a label; label all lines or none")
-    return ParityData(texts=texts, labels=labels if with_label else None, source=str(p))
+    return ParityData(texts=texts, labels=labels if with_label else None, source=str(p), blank_lines=blank)

@@ -12,6 +12,14 @@ from .tasks import TaskSpec
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
+def not_an_export(shown: str, found: str):
+    """The one-line error for a well-formed file whose interface is not that of an export."""
+    from .errors import ArtifactLoadError
+
+    return ArtifactLoadError(f"{shown} is not an ALBERT export of mobile-export: {found}; an export takes "
+                             f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]); pass a file written by mobile-export export")
+
+
 class ExportWrapper(torch.nn.Module):
     """Takes (input_ids, attention_mask, token_type_ids) int64 [batch, seq]; returns the task's outputs.
 

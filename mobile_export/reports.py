@@ -14,7 +14,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 
 from .errors import BadInputError
-from .fsutil import write_bytes
+from .fsutil import sha256_file, write_bytes
 from .size import GROUPS
 
 
@@ -140,7 +140,8 @@ def _summary_lines(report: dict) -> list[str]:
     t = report["artifacts"][0]["parity"]["thresholds"] if report["artifacts"] else {}
     data = report.get("parity_data", {})
     lines = [f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
-             f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled)",
+             f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled"
+             + (f", {data['blank_lines_skipped']} blank lines skipped" if data.get("blank_lines_skipped") else "") + ")",
              f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
              f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
              f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**"]
@@ -268,9 +269,15 @@ def regenerate(folder: Path) -> list[str]:
         raise BadInputError(f"{path} does not exist; pass a folder written by `mobile-export export` or `parity`")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        report["artifacts"]
+        files = [(a["file"], a["sha256"]) for a in report["artifacts"]]
     except (ValueError, KeyError, TypeError):
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
+    for name, digest in files:  # the report must describe the artifacts beside it
+        f = folder / Path(name).name
+        if f.exists() and (not f.is_file() or sha256_file(f) != digest):
+            found = f"the file's {sha256_file(f)[:12]}..." if f.is_file() else "not a regular file"
+            raise BadInputError(f"{path} describes a different {f.name} (sha256 {digest[:12]}..., {found}); "
+                                "re-run the export or parity command")
     return write_reports(report, folder)
 
 

@@ -9,6 +9,7 @@ Each backend module provides::
     stores_int8(path) -> bool                                                 # default parity thresholds
     memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
     coverage(path, quant) -> dict                                             # what runs unquantized/undelegated
+    check(path, shown) -> None                                                # ArtifactLoadError unless it is a sound export
     usage(stats) -> dict                                                      # how an app loads and calls it
     RUNTIME_VERSION() -> str
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..config import Backend, Quant
-from ..errors import BadInputError, UnsupportedError
+from ..errors import ArtifactLoadError, BadInputError, UnsupportedError
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,34 @@ def artifact_files(path: str | os.PathLike) -> list[Path]:
 def combinations() -> list[tuple[Backend, Quant]]:
     """Every (backend, quant) the registry offers, for listing and for the test guard."""
     return [(b, q) for b, info in BACKENDS.items() for q in sorted(info.quants, key=lambda q: q.value)]
+
+
+MAX_ARTIFACT_BYTES = 4 * 1024**3  # above any ALBERT export (albert-xxlarge fp32 is ~0.9 GB)
+
+
+def open_artifact(path: str | os.PathLike) -> tuple[Backend, Path]:
+    """Check a user-supplied artifact before any runtime sees it; returns (backend, resolved path).
+
+    Every command that reads an artifact (parity, size, bench) goes through here: the file exists
+    and is a regular file (a symlink is resolved and named in messages), is not empty or larger
+    than ``MAX_ARTIFACT_BYTES``, and its backend's ``check`` accepts its bytes (magic, structure,
+    external data, the interface of an export). Raises ArtifactLoadError (exit 2), one line.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ArtifactLoadError(f"{p} does not exist{' (a broken symlink)' if p.is_symlink() else ''}; "
+                                f"pass {suffix_list()} files written by mobile-export export")
+    backend = for_path(p)
+    real = p.resolve()
+    shown = f"{p.name} (a symlink to {real})" if p.is_symlink() else p.name
+    if not real.is_file():
+        raise ArtifactLoadError(f"{shown} is not a regular file; pass the {Path(BACKENDS[backend].file_name).suffix} "
+                                "file itself")
+    size = real.stat().st_size
+    if size == 0:
+        raise ArtifactLoadError(f"{shown} is empty (0 bytes), e.g. a failed download or copy; export it again")
+    if size > MAX_ARTIFACT_BYTES:
+        raise ArtifactLoadError(f"{shown} is {size:,} bytes, over the {MAX_ARTIFACT_BYTES:,}-byte limit for an "
+                                "ALBERT export; pass an artifact written by mobile-export export")
+    load(backend).check(real, shown)
+    return backend, real

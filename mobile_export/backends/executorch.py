@@ -9,6 +9,8 @@ import numpy as np
 import torch
 
 from ..config import Quant
+from ..errors import ArtifactLoadError
+from ..reference import not_an_export
 
 
 def RUNTIME_VERSION() -> str:
@@ -311,6 +313,70 @@ def coverage(path: Path, quant: Quant) -> dict:
                         f"({', '.join(f'{op} in {outside[op][0]}' for op in compute[:4])})")
     return {"xnnpack_calls": delegates, "ops_outside_delegate": sorted(outside),
             "compute_ops_outside_delegate": compute, "problems": problems}
+
+
+PTE_IDENTIFIER = b"ET12"  # the flatbuffer file identifier of ExecuTorch programs, at byte 4
+
+
+def check(path: Path, shown: str) -> None:
+    """What the .pte must be before the ExecuTorch runtime sees it: the program identifier, data
+    segments inside the file, a program Python's own flatbuffer reader can decode, the methods and
+    inputs of an export; then one load with full verification in a child process, so a file that
+    still crashes the native loader ends that child, not this process."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if head[4:8] != PTE_IDENTIFIER:
+        hint = " (it looks like an ONNX model: rename it .onnx)" if head[:1] == b"\x08" else ""
+        raise ArtifactLoadError(f"{shown} is not an ExecuTorch program (no '{PTE_IDENTIFIER.decode()}' identifier "
+                                f"at byte 4){hint}; pass a .pte written by mobile-export export")
+    from executorch.exir._serialize._program import _get_extended_header
+
+    size = path.stat().st_size
+    try:
+        header = _get_extended_header(head)
+    except Exception:
+        header = None
+    if header is not None and header.segment_base_offset + header.segment_data_size > size:
+        raise ArtifactLoadError(f"{shown} is truncated: its data ends at byte "
+                                f"{header.segment_base_offset + header.segment_data_size:,} but the file has "
+                                f"{size:,}; download or export it again")
+    try:
+        pte = _read(path)
+    except Exception as exc:
+        raise ArtifactLoadError(f"{shown} is a damaged ExecuTorch program (it does not decode: "
+                                f"{type(exc).__name__}); export it again") from None
+    plans = {plan.name: plan for plan in pte.program.execution_plan}
+    entry = plans.get(EMBED_METHOD) or plans.get("forward")
+    if entry is None or (EMBED_METHOD in plans and not {HEAD_METHOD, SCHEDULE_METHOD} <= set(plans)):
+        raise not_an_export(shown, f"its methods are {', '.join(sorted(plans)) or 'none'}")
+    found = []
+    for i in entry.inputs:
+        v = entry.values[i].val
+        found.append((type(v).__name__, getattr(v, "scalar_type", None), len(getattr(v, "sizes", []) or [])))
+    if len(found) != 3 or any(k != "Tensor" or int(t) != 4 or r != 2 for k, t, r in found):  # 4: Long
+        text = ", ".join(f"{k} (type {t}, rank {r})" for k, t, r in found) or "none"
+        raise not_an_export(shown, f"method {entry.name} takes {text}")
+    _probe_load(path, shown)
+
+
+def _probe_load(path: Path, shown: str) -> None:
+    """Load ``path`` with full verification in a child process: a native abort ends the child."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pathlib import Path\nfrom mobile_export.backends.executorch import Runner\n"
+            "try:\n    Runner(Path(sys.argv[1]))\nexcept Exception as e:\n"
+            "    print(type(e).__name__ + ': ' + str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__)\n"
+            "    sys.exit(3)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=600)
+    if proc.returncode == 0:
+        return
+    if proc.returncode < 0:
+        raise ArtifactLoadError(f"{shown} crashed the ExecuTorch loader (signal {-proc.returncode}) in a checking "
+                                "process; the file is damaged: export it again")
+    said = (proc.stdout.strip().splitlines() or ["no message"])[-1]
+    raise ArtifactLoadError(f"{shown} does not load in the ExecuTorch runtime (strict verification): {said}; "
+                            "export it again")
 
 
 def stores_int8(path: Path) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from ..config import Quant
+from ..errors import ArtifactLoadError, first_line
 from . import onnx as onnx_backend
 
 RUNTIME_VERSION = onnx_backend.RUNTIME_VERSION
@@ -47,6 +48,28 @@ def _graphs(path: Path):
                 if attr.G() is not None:
                     stack.append((attr.G(), names))
                 stack.extend((attr.Graphs(g), names) for g in range(attr.GraphsLength()))
+
+
+ORT_IDENTIFIER = b"ORTM"  # the flatbuffer file identifier of ORT-format models, at byte 4
+
+
+def check(path: Path, shown: str) -> None:
+    """The ORT identifier, then ONNX Runtime's own load (its flatbuffer verifier runs first) and the
+    interface of an export."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[4:8] != ORT_IDENTIFIER:
+        raise ArtifactLoadError(f"{shown} is not an ORT-format model (no '{ORT_IDENTIFIER.decode()}' identifier at "
+                                "byte 4); pass a .ort written by mobile-export export")
+    try:
+        session = Runner(path).session
+    except Exception as exc:
+        raise ArtifactLoadError(f"{shown} does not load in ONNX Runtime: {first_line(exc, 200)}; export it again") from None
+
+    def info(args):
+        return [(a.name, a.type.removeprefix("tensor(").rstrip(")"), len(a.shape or [])) for a in args]
+
+    onnx_backend.check_interface(info(session.get_inputs()), info(session.get_outputs()), shown)
 
 
 def initializers(path: Path):
