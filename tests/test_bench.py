@@ -29,6 +29,6 @@ def test_bench_measures_artifact_and_eager(tiny_checkpoint, tmp_path, capsys):
 
 def test_bench_bad_input(tmp_path, capsys):
     assert main(["bench", str(tmp_path / "x.onnx")]) == 2
-    assert "pass existing" in capsys.readouterr().err
+    assert "does not exist; pass .pte" in capsys.readouterr().err
     assert main(["bench", str(tmp_path / "x.onnx"), "--seq-lens", "a,b"]) == 2
     assert "comma-separated" in capsys.readouterr().err
