@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets
+.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm
 
 install: $(STAMP)
 
@@ -60,6 +60,25 @@ android-junit: install
 # JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
 android-test: android-junit
 	$(BIN)/python -m pytest -q tests/test_android_tokenizer.py
+
+# The app's ONNX Runtime path on the JVM: its own OrtRunner, the core tokenizer, Classifier and SelfTest,
+# compiled against ONNX Runtime's desktop Java library (same ai.onnxruntime API as the Android AAR) from
+# Maven Central, on the demo model's 1,667 test reviews against Python's ONNX Runtime of the same version
+# (installed beside the build, not in .venv). 1.29.0 is the
+# newest desktop build Maven Central serves here (1.32.0, the pip version, is not; see android_demo/README.md).
+ORT_JVM_VERSION := 1.29.0
+ORT_JAR := $(HOME)/.m2/repository/com/microsoft/onnxruntime/onnxruntime/$(ORT_JVM_VERSION)/onnxruntime-$(ORT_JVM_VERSION).jar
+JVM_BUILD := android_demo/build/jvm
+android-jvm: install
+	@command -v mvn >/dev/null || { echo "mvn not found: apt-get install -y maven" >&2; exit 2; }
+	mvn -q -B dependency:get -Dartifact=com.microsoft.onnxruntime:onnxruntime:$(ORT_JVM_VERSION) -Dtransitive=false
+	rm -rf $(JVM_BUILD) && mkdir -p $(JVM_BUILD)
+	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(ORT_JAR) -d $(JVM_BUILD) \
+		$$(find $(CORE)/src/main/java -name '*.java') android_demo/app/src/main/java/org/mobileexport/demo/OrtRunner.java \
+		$$(find android_demo/jvm/src -name '*.java')
+	$(BIN)/pip install --quiet --no-deps --target $(JVM_BUILD)/python-ort onnxruntime==$(ORT_JVM_VERSION)
+	ORT_JVM_CLASSPATH=$(JVM_BUILD):$(JAVA_CP):$(ORT_JAR) ORT_JVM_PYTHONPATH=$(JVM_BUILD)/python-ort \
+		ORT_JVM_VERSION=$(ORT_JVM_VERSION) $(BIN)/python -m pytest -q -s -m android_jvm tests/test_android_jvm.py
 
 # Copy the demo export (make demo) into the app's assets; ANDROID_EXPORT=DIR to use another export.
 ANDROID_EXPORT ?= out/demo

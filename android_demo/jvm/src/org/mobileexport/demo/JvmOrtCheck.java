@@ -1,0 +1,84 @@
+package org.mobileexport.demo;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.List;
+import java.util.Locale;
+import org.json.JSONArray;
+import org.json.JSONException;
+import org.json.JSONObject;
+import org.mobileexport.core.AssetSource;
+import org.mobileexport.core.Classifier;
+import org.mobileexport.core.SelfTest;
+import org.mobileexport.core.TextEncoder;
+
+/**
+ * The app's ONNX Runtime path on the JVM: the app's own {@link OrtRunner} (desktop build of the same
+ * ONNX Runtime Java API), the core tokenizer, {@link Classifier} and {@link SelfTest} on an export
+ * folder. Runs the self-test with the manifest's tolerance, then classifies every line of a
+ * {@code label<TAB>text} file and writes {@code index<TAB>p0<TAB>p1...} per line.
+ *
+ * <p>Usage: {@code JvmOrtCheck EXPORT_DIR REVIEWS_TSV OUT_TSV}; exit 0 when the self-test passed.
+ */
+public final class JvmOrtCheck {
+    private JvmOrtCheck() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        File export = new File(args[0]);
+        AssetSource assets = AssetSource.directory(export);
+        TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
+        Classifier classifier = Classifier.load(assets, "labels.json");
+        double tolerance = tolerance(assets.json("manifest.json"), "model.onnx");
+        int failures = 0;
+        try (OrtRunner runner = new OrtRunner(new File(export, "model.onnx"))) {
+            List<SelfTest.Golden> golden = SelfTest.load(assets, "manifest.json");
+            SelfTest.Result result = SelfTest.run(golden, encoder, runner, tolerance);
+            System.out.println("self-test: " + (result.passed ? "passed" : "FAILED") + ", " + result.message);
+            if (!result.passed) {
+                failures++;
+            }
+            int n = 0;
+            try (BufferedReader in = Files.newBufferedReader(new File(args[1]).toPath(), StandardCharsets.UTF_8);
+                 PrintWriter out = new PrintWriter(Files.newBufferedWriter(new File(args[2]).toPath(),
+                         StandardCharsets.UTF_8))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    if (line.trim().isEmpty()) {
+                        continue;
+                    }
+                    int tab = line.indexOf('\t');
+                    String text = tab >= 0 ? line.substring(tab + 1) : line;
+                    Classifier.Prediction p = classifier.predict(runner.run(encoder.encode(text)));
+                    StringBuilder row = new StringBuilder().append(p.index);
+                    for (double v : p.probabilities) {
+                        row.append('\t').append(String.format(Locale.ROOT, "%.9f", v));
+                    }
+                    out.println(row);
+                    n++;
+                }
+            }
+            System.out.println("classified " + n + " texts");
+        }
+        System.exit(failures == 0 ? 0 : 1);
+    }
+
+    /** The export's self-test tolerance for {@code file}, from manifest.json. */
+    static double tolerance(JSONObject manifest, String file) throws IOException {
+        try {
+            JSONArray artifacts = manifest.getJSONArray("artifacts");
+            for (int i = 0; i < artifacts.length(); i++) {
+                JSONObject a = artifacts.getJSONObject(i);
+                if (file.equals(a.optString("file"))) {
+                    return a.getDouble("self_test_max_abs_diff");
+                }
+            }
+        } catch (JSONException e) {
+            throw new IOException("manifest.json: " + e.getMessage(), e);
+        }
+        throw new IOException("manifest.json lists no " + file);
+    }
+}

@@ -1,0 +1,89 @@
+"""The Android app's ONNX Runtime path, run for real on the JVM (`make android-jvm`).
+
+The app's own OrtRunner class, the core tokenizer, Classifier and SelfTest, compiled by
+`make android-jvm` against ONNX Runtime's desktop Java library from Maven Central (the same
+`ai.onnxruntime` API as the Android AAR), classify the demo model's 1,667 test reviews from its
+export. Python's ONNX Runtime of the same version (installed beside it by the make target) must
+give the same labels and probabilities within 1e-5. The pip build the project pins (1.32.0) is
+compared too and its difference printed: Maven Central serves no 1.32.0 Java build here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.android_jvm
+
+# Run in a child with the Java library's ONNX Runtime version on sys.path: probabilities per text.
+_PYTHON_ORT = """
+import json, sys
+import numpy as np, onnxruntime as ort
+model, feeds_path, out = sys.argv[1:4]
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+rows = []
+for ids, types in json.load(open(feeds_path)):
+    feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
+             "token_type_ids": np.array([types], np.int64)}
+    logits = session.run(None, feeds)[0][0].astype(np.float64)
+    p = np.exp(logits - logits.max())
+    rows.append((p / p.sum()).tolist())
+json.dump({"version": ort.__version__, "probabilities": rows}, open(out, "w"))
+"""
+
+
+def _python_ort(pythonpath: str | None, model, feeds_path, out) -> dict:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    subprocess.run([sys.executable, "-c", _PYTHON_ORT, str(model), str(feeds_path), str(out)], check=True, env=env,
+                   timeout=1800)
+    return json.loads(out.read_text())
+
+
+def test_app_ort_runner_on_the_jvm_matches_python(tmp_path):
+    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
+                                                               "ORT_JVM_VERSION"))
+    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
+    from mobile_export import Backend, ExportOptions, export
+    from mobile_export.demo import MODEL_DIR
+    from mobile_export.demo.data import write_split
+    from mobile_export.loading import load_checkpoint
+    from mobile_export.reference import tokenize
+
+    data = tmp_path / "test.tsv"
+    n = write_split("test", data)
+    out = tmp_path / "export"
+    export(MODEL_DIR, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
+    java_out = tmp_path / "java.tsv"
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(out), str(data),
+                           str(java_out)], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "self-test: passed" in proc.stdout, proc.stdout
+    java = [line.split("\t") for line in java_out.read_text(encoding="utf-8").splitlines()]
+    assert len(java) == n >= 1667
+    java_labels = np.array([int(r[0]) for r in java])
+    java_p = np.array([[float(v) for v in r[1:]] for r in java])
+
+    loaded = load_checkpoint(MODEL_DIR)
+    texts = [line.split("\t", 1)[1] for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
+    examples = tokenize(loaded.tokenizer, texts, loaded.config.max_position_embeddings)
+    feeds = tmp_path / "feeds.json"
+    feeds.write_text(json.dumps([[ex.feeds["input_ids"][0].tolist(), ex.feeds["token_type_ids"][0].tolist()]
+                                 for ex in examples]))
+    same = _python_ort(ort_py, out / "model.onnx", feeds, tmp_path / "same.json")
+    assert same["version"] == version
+    p = np.array(same["probabilities"])
+    assert np.array_equal(java_labels, p.argmax(-1)), np.nonzero(java_labels != p.argmax(-1))
+    worst = float(np.max(np.abs(p - java_p)))
+    assert worst <= 1e-5, worst
+    pinned = _python_ort(None, out / "model.onnx", feeds, tmp_path / "pinned.json")
+    q = np.array(pinned["probabilities"])
+    print(f"\nJVM OrtRunner (onnxruntime {version}) vs Python onnxruntime {version} on {n} reviews: labels "
+          f"identical, max |p diff| {worst:.1e}; vs the pinned Python onnxruntime {pinned['version']}: "
+          f"{int(np.sum(java_labels != q.argmax(-1)))} labels differ, max |p diff| {float(np.max(np.abs(q - java_p))):.1e}")
