@@ -66,15 +66,21 @@ android-test: android-junit
 # Maven Central, on the demo model's 1,667 test reviews against Python's ONNX Runtime of the same version
 # (installed beside the build, not in .venv). 1.29.0 is the
 # newest desktop build Maven Central serves here (1.32.0, the pip version, is not; see android_demo/README.md).
+# AndroidAssets (the app's asset copy) is compiled too, against Robolectric's android-all (Android 14 API);
+# -classfile only silences warnings about annotations missing from android-all's own class files.
 ORT_JVM_VERSION := 1.29.0
 ORT_JAR := $(HOME)/.m2/repository/com/microsoft/onnxruntime/onnxruntime/$(ORT_JVM_VERSION)/onnxruntime-$(ORT_JVM_VERSION).jar
+ANDROID_ALL := org.robolectric:android-all:14-robolectric-10818077
+ANDROID_JAR := $(HOME)/.m2/repository/org/robolectric/android-all/14-robolectric-10818077/android-all-14-robolectric-10818077.jar
+APP_SRC := android_demo/app/src/main/java/org/mobileexport/demo
 JVM_BUILD := android_demo/build/jvm
 android-jvm: install
 	@command -v mvn >/dev/null || { echo "mvn not found: apt-get install -y maven" >&2; exit 2; }
 	mvn -q -B dependency:get -Dartifact=com.microsoft.onnxruntime:onnxruntime:$(ORT_JVM_VERSION) -Dtransitive=false
+	mvn -q -B dependency:get -Dartifact=$(ANDROID_ALL) -Dtransitive=false
 	rm -rf $(JVM_BUILD) && mkdir -p $(JVM_BUILD)
-	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(ORT_JAR) -d $(JVM_BUILD) \
-		$$(find $(CORE)/src/main/java -name '*.java') android_demo/app/src/main/java/org/mobileexport/demo/OrtRunner.java \
+	javac -encoding UTF-8 --release 17 -Xlint:all,-classfile -Werror -cp $(JAVA_CP):$(ORT_JAR):$(ANDROID_JAR) -d $(JVM_BUILD) \
+		$$(find $(CORE)/src/main/java -name '*.java') $(APP_SRC)/OrtRunner.java $(APP_SRC)/AndroidAssets.java \
 		$$(find android_demo/jvm/src -name '*.java')
 	$(BIN)/pip install --quiet --no-deps --target $(JVM_BUILD)/python-ort onnxruntime==$(ORT_JVM_VERSION)
 	ORT_JVM_CLASSPATH=$(JVM_BUILD):$(JAVA_CP):$(ORT_JAR) ORT_JVM_PYTHONPATH=$(JVM_BUILD)/python-ort \

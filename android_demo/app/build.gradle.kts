@@ -31,8 +31,7 @@ android {
 dependencies {
     implementation(project(":core"))
     implementation("org.pytorch:executorch-android:${property("executorchVersion")}")
+    // From Maven, executorch-android's POM brings fbjni and soloader (ExecuTorch's using-executorch-android
+    // docs: only a bare .aar file needs them declared by hand), so the app does not pin them again.
     implementation("com.microsoft.onnxruntime:onnxruntime-android:${property("onnxruntimeVersion")}")
-    // ExecuTorch's Java API loads its JNI library through these.
-    implementation("com.facebook.soloader:soloader:0.12.1")
-    implementation("com.facebook.fbjni:fbjni:0.7.0")
 }

@@ -2,17 +2,14 @@ package org.mobileexport.demo;
 
 import java.io.BufferedReader;
 import java.io.File;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.List;
 import java.util.Locale;
-import org.json.JSONArray;
-import org.json.JSONException;
-import org.json.JSONObject;
 import org.mobileexport.core.AssetSource;
 import org.mobileexport.core.Classifier;
+import org.mobileexport.core.Manifest;
 import org.mobileexport.core.SelfTest;
 import org.mobileexport.core.TextEncoder;
 
@@ -33,7 +30,7 @@ public final class JvmOrtCheck {
         AssetSource assets = AssetSource.directory(export);
         TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
         Classifier classifier = Classifier.load(assets, "labels.json");
-        double tolerance = tolerance(assets.json("manifest.json"), "model.onnx");
+        double tolerance = Manifest.load(assets, "manifest.json").selfTestTolerance("model.onnx");
         int failures = 0;
         try (OrtRunner runner = new OrtRunner(new File(export, "model.onnx"))) {
             List<SelfTest.Golden> golden = SelfTest.load(assets, "manifest.json");
@@ -64,21 +61,5 @@ public final class JvmOrtCheck {
             System.out.println("classified " + n + " texts");
         }
         System.exit(failures == 0 ? 0 : 1);
-    }
-
-    /** The export's self-test tolerance for {@code file}, from manifest.json. */
-    static double tolerance(JSONObject manifest, String file) throws IOException {
-        try {
-            JSONArray artifacts = manifest.getJSONArray("artifacts");
-            for (int i = 0; i < artifacts.length(); i++) {
-                JSONObject a = artifacts.getJSONObject(i);
-                if (file.equals(a.optString("file"))) {
-                    return a.getDouble("self_test_max_abs_diff");
-                }
-            }
-        } catch (JSONException e) {
-            throw new IOException("manifest.json: " + e.getMessage(), e);
-        }
-        throw new IOException("manifest.json lists no " + file);
     }
 }

@@ -6,6 +6,8 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import org.mobileexport.core.AssetSource;
 
 /** The exported files as APK assets (under assets/model/, copied there by `make android-assets`). */
@@ -23,16 +25,26 @@ final class AndroidAssets implements AssetSource {
     }
 
     boolean exists(String name) {
-        try (InputStream in = open(name)) {
+        try {
+            open(name).close();
             return true;
         } catch (IOException e) {
             return false;
         }
     }
 
-    /** Copies an asset to a real file (ExecuTorch's Module.load takes a path). */
-    File toFile(String name, File dir) throws IOException {
+    /**
+     * The asset as a real file in {@code dir} (ExecuTorch maps a path; ONNX Runtime reads the .onnx
+     * and its .data from a path). Copied once: a stamp beside the file records the manifest's sha256
+     * of the copied bytes, so later starts (and rotations) reuse the file until a new export ships.
+     */
+    File toFile(String name, File dir, String sha256) throws IOException {
         File out = new File(dir, name);
+        File stamp = new File(dir, name + ".sha256");
+        if (out.isFile() && stamp.isFile()
+                && sha256.equals(new String(Files.readAllBytes(stamp.toPath()), StandardCharsets.US_ASCII).trim())) {
+            return out;
+        }
         File tmp = new File(dir, name + ".tmp");
         try (InputStream in = open(name); OutputStream os = new FileOutputStream(tmp)) {
             byte[] buf = new byte[1 << 16];
@@ -43,6 +55,7 @@ final class AndroidAssets implements AssetSource {
         if (!tmp.renameTo(out)) {
             throw new IOException("could not write " + out);
         }
+        Files.write(stamp.toPath(), sha256.getBytes(StandardCharsets.US_ASCII));
         return out;
     }
 }

@@ -18,14 +18,15 @@ final class OrtRunner implements ModelRunner, AutoCloseable {
 
     /** Loads the model from a file path: ONNX Runtime reads it natively, never as a Java byte[] copy. */
     OrtRunner(File model) throws OrtException {
-        OrtSession.SessionOptions options = new OrtSession.SessionOptions();
-        options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
-        // ONNX Runtime defaults to one thread per core, little cores included, which makes batch-1
-        // latency worse on big.LITTLE phones; ExecuTorch's own default is half the processor count.
-        // Half the cores, at most 4, is the usual sweet spot for a small encoder.
-        options.setIntraOpNumThreads(intraOpThreads(Runtime.getRuntime().availableProcessors()));
-        options.setInterOpNumThreads(1);
-        session = env.createSession(model.getAbsolutePath(), options);
+        try (OrtSession.SessionOptions options = new OrtSession.SessionOptions()) { // the session keeps a copy
+            options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
+            // ONNX Runtime defaults to one thread per core, little cores included, which makes batch-1
+            // latency worse on big.LITTLE phones; ExecuTorch's own default is half the processor count.
+            // Half the cores, at most 4, is the usual sweet spot for a small encoder.
+            options.setIntraOpNumThreads(intraOpThreads(Runtime.getRuntime().availableProcessors()));
+            options.setInterOpNumThreads(1);
+            session = env.createSession(model.getAbsolutePath(), options);
+        }
     }
 
     static int intraOpThreads(int cores) {

@@ -117,4 +117,26 @@ public class CoreTest {
         assertEquals("\u4E2D", TokenizeMain.decode("\u4E2D".getBytes(StandardCharsets.UTF_8)));
         assertTrue(TokenizeMain.decode(new byte[] {(byte) 0xE4, (byte) 0xB8}).startsWith("\uFFFD"));
     }
+
+    @Test
+    public void manifestGivesToleranceAndSha256PerFile() throws Exception {
+        Manifest m = new Manifest(new JSONObject("{\"artifacts\": [{\"file\": \"model.pte\", \"self_test_max_abs_diff\": 0.05},"
+                + " {\"file\": \"model.onnx\", \"self_test_max_abs_diff\": 0.07}],"
+                + " \"files\": [{\"path\": \"model.pte\", \"sha256\": \"ab12\"}]}"));
+        assertEquals(0.05, m.selfTestTolerance("model.pte"), 0.0);
+        assertEquals(0.07, m.selfTestTolerance("model.onnx"), 0.0);
+        assertEquals("ab12", m.sha256("model.pte"));
+        try {
+            m.sha256("model.onnx");
+            fail("a file the manifest does not list");
+        } catch (java.io.IOException expected) {
+            assertTrue(expected.getMessage().contains("model.onnx"));
+        }
+        try {
+            m.selfTestTolerance("model.ort");
+            fail("an artifact the manifest does not list");
+        } catch (java.io.IOException expected) {
+            assertTrue(expected.getMessage().contains("model.ort"));
+        }
+    }
 }

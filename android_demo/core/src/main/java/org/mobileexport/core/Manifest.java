@@ -1,0 +1,55 @@
+package org.mobileexport.core;
+
+import java.io.IOException;
+import org.json.JSONArray;
+import org.json.JSONException;
+import org.json.JSONObject;
+
+/** What the app reads from the export's {@code manifest.json} besides the golden examples. */
+public final class Manifest {
+    private final JSONObject json;
+
+    public Manifest(JSONObject json) {
+        this.json = json;
+    }
+
+    public static Manifest load(AssetSource source, String name) throws IOException {
+        return new Manifest(source.json(name));
+    }
+
+    /** The self-test's largest acceptable max |logit diff| for {@code file}, as the export measured it. */
+    public double selfTestTolerance(String file) throws IOException {
+        try {
+            return artifact(file).getDouble("self_test_max_abs_diff");
+        } catch (JSONException e) {
+            throw new IOException("manifest.json gives no self-test tolerance for " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The sha256 (hex) the export recorded for {@code path}; keys the one-time copy out of the APK. */
+    public String sha256(String path) throws IOException {
+        try {
+            JSONArray files = json.getJSONArray("files");
+            for (int i = 0; i < files.length(); i++) {
+                JSONObject f = files.getJSONObject(i);
+                if (path.equals(f.optString("path"))) {
+                    return f.getString("sha256");
+                }
+            }
+        } catch (JSONException e) {
+            throw new IOException("manifest.json has no valid files list: " + e.getMessage(), e);
+        }
+        throw new IOException("manifest.json lists no " + path);
+    }
+
+    private JSONObject artifact(String file) throws IOException, JSONException {
+        JSONArray artifacts = json.getJSONArray("artifacts");
+        for (int i = 0; i < artifacts.length(); i++) {
+            JSONObject a = artifacts.getJSONObject(i);
+            if (file.equals(a.optString("file"))) {
+                return a;
+            }
+        }
+        throw new IOException("manifest.json lists no artifact " + file);
+    }
+}
