@@ -36,8 +36,9 @@ final class Models {
     static synchronized Models get(Context context) {
         if (instance == null) {
             Context app = context.getApplicationContext();
-            instance = new Models();
-            instance.worker.execute(() -> instance.load(new AndroidAssets(app.getAssets()), app.getFilesDir()));
+            Models m = new Models();
+            m.worker.execute(() -> m.load(new AndroidAssets(app.getAssets()), app.getFilesDir()));
+            instance = m;
         }
         return instance;
     }
