@@ -17,7 +17,7 @@ from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
-from .parity import LengthBucket, PlotData, by_length, cross_runtime, plot_data
+from .parity import PlotData, cross_runtime, plot_data
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
@@ -76,7 +76,6 @@ class ArtifactResult:
     export_seconds: float
     parity: ParityResult
     stats: dict = field(default_factory=dict)  # backend-specific export and runtime facts, as JSON
-    by_length: list[LengthBucket] = field(default_factory=list)
     plot: PlotData | None = None
     outputs: list = field(default_factory=list, repr=False)  # per example, for cross-runtime checks
 
@@ -396,7 +395,6 @@ def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thre
     return ArtifactResult(backend=backend, quant=quant, file=dest.name,
                           bytes=sum(f.stat().st_size for f in backends.artifact_files(dest)),
                           sha256=sha256_file(dest), export_seconds=0.0, parity=parity, stats=stats,
-                          by_length=by_length(loaded.task, reference, actual, lengths),
                           plot=plot_data(reference, actual, lengths), outputs=actual)
 
 
@@ -414,7 +412,7 @@ def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
             "scheme": INT8_DYNAMIC_PER_CHANNEL.name if r.quant is Quant.INT8 else "fp32",
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
-            "parity": {**r.parity.to_dict(), "by_length": [b.to_dict() for b in r.by_length]},
+            "parity": r.parity.to_dict(),
             "plot": r.plot.to_dict() if r.plot else {}}
 
 

@@ -38,6 +38,10 @@ def parse_enum(enum_cls: type[Enum], value: str, what: str) -> Enum:
         raise BadInputError(f"unknown {what} '{value}'; choose one of: {choices}") from None
 
 
+# A length bucket of the parity text is gated on its own when it has at least this many examples.
+MIN_BUCKET_EXAMPLES = 3
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Pass/fail limits of a parity check (None: not checked).
@@ -93,7 +97,7 @@ class Thresholds:
                          "and in each length bucket")
         if self.min_sqnr_db is not None:
             lines.append(f"SQNR >= {self.min_sqnr_db:g} dB: output energy over error energy, over all examples "
-                         "and in each length bucket with 3 or more examples")
+                         f"and in each length bucket with {MIN_BUCKET_EXAMPLES} or more examples")
         if self.min_example_sqnr_db is not None:
             lines.append(f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong "
                          "(a text with near-zero outputs is judged against the median text's output power)")

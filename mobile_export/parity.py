@@ -9,30 +9,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .config import Thresholds
 from .tasks import TaskSpec
-from .verify import MIN_BUCKET_EXAMPLES, Pooled, _decisions, buckets, example_stats
+from .verify import LengthBucket, _decisions, compare
 
 MAX_POINTS = 3000
-
-
-@dataclass(frozen=True)
-class LengthBucket:
-    """Parity metrics of the examples whose token count falls in one bucket."""
-
-    bucket: str
-    examples: int
-    max_abs_diff: float
-    mean_abs_diff: float
-    sqnr_db: float
-    min_cosine: float
-    agreement: float | None
-    decisive_agreement: float | None = None
-    near_ties: int = 0
-    min_example_sqnr_db: float | None = None
-    gated: bool = False  # enough examples to be gated on its own
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -49,17 +30,8 @@ class PlotData:
 
 
 def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[LengthBucket]:
-    """Metrics per sequence-length bucket (only buckets that have examples)."""
-    stats = example_stats(task, reference, actual)
-    out = []
-    for name, idx in buckets(lengths):
-        p = Pooled.of([stats[i] for i in idx])
-        out.append(LengthBucket(bucket=name, examples=len(idx), max_abs_diff=p.max_abs_diff,
-                                mean_abs_diff=p.mean_abs_diff, sqnr_db=p.sqnr_db, min_cosine=p.min_cosine,
-                                agreement=p.agreement, decisive_agreement=p.decisive_agreement,
-                                near_ties=p.decisions - p.decisive, min_example_sqnr_db=p.min_example_sqnr_db,
-                                gated=len(idx) >= MIN_BUCKET_EXAMPLES))
-    return out
+    """Metrics per sequence-length bucket (only buckets that have examples), without any gate."""
+    return list(compare(task, reference, actual, Thresholds(), lengths=lengths).by_length)
 
 
 def plot_data(reference, actual, lengths: list[int]) -> PlotData:

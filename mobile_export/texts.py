@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .config import MIN_BUCKET_EXAMPLES
+
 ENGLISH = [
     "It was the best of times, it was the worst of times.",
     "Call me Ishmael.",
@@ -72,7 +74,7 @@ def long_text(tokenizer, n_tokens: int, start: int = 0) -> str:
     return text[:lo].rstrip()
 
 
-LONG_TEXTS = 3  # texts at 128 tokens and at the max length: enough for their length bucket to be gated
+LONG_TEXTS = MIN_BUCKET_EXAMPLES  # texts at 128 tokens and at the max length: their buckets are gated
 
 
 def long_texts(tokenizer, max_len: int) -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .config import Thresholds
+from .config import MIN_BUCKET_EXAMPLES, Thresholds
 from .tasks import OutputKind, TaskSpec
 
 
@@ -16,6 +16,26 @@ class Worst:
     text: str
     length: int
     max_abs_diff: float
+
+
+@dataclass(frozen=True)
+class LengthBucket:
+    """Parity metrics of the examples whose token count falls in one bucket."""
+
+    bucket: str
+    examples: int
+    max_abs_diff: float
+    mean_abs_diff: float
+    sqnr_db: float
+    min_cosine: float
+    agreement: float | None
+    decisive_agreement: float | None = None
+    near_ties: int = 0
+    min_example_sqnr_db: float | None = None
+    gated: bool = False  # enough examples to be gated on its own
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,7 @@ class ParityResult:
     near_ties: int = 0  # decisions whose reference margin is within what the artifact's error can move
     min_example_sqnr_db: float = math.inf
     coverage: dict | None = None  # quantization / delegation coverage read from the artifact
+    by_length: tuple[LengthBucket, ...] = ()  # metrics per sequence-length bucket that has examples
 
     @property
     def passed(self) -> bool:
@@ -123,8 +144,6 @@ def _margins(rows: np.ndarray) -> np.ndarray:
 # An example's own error excuses its near-ties only up to this multiple of the artifact's typical
 # (median) per-example error: an example the artifact gets unusually wrong cannot excuse its own flips.
 TIE_ERROR_CAP = 4.0
-# A length bucket is gated on its own when it has at least this many examples.
-MIN_BUCKET_EXAMPLES = 3
 BUCKETS = ((1, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 512), (513, 1 << 30))
 
 
@@ -190,11 +209,12 @@ def example_stats(task: TaskSpec, reference: list[list[np.ndarray]], actual: lis
             parts.append((r, a, diff))
         errors.append(parts)
     ex_max = [max((float(d.max()) if d.size else 0.0) for _, _, d in parts) for parts in errors]
+    signals = [float(sum(np.sum(r * r) for r, _, _ in parts)) for parts in errors]
+    counts = [int(sum(d.size for _, _, d in parts)) for parts in errors]
     cap = TIE_ERROR_CAP * float(np.median(ex_max))
-    typical = float(np.median([sum(np.sum(r * r) for r, _, _ in parts) / max(1, sum(r.size for r, _, _ in parts))
-                               for parts in errors]))
+    typical = float(np.median([sig / max(1, n) for sig, n in zip(signals, counts)]))
     out = []
-    for parts, m, ref_outs, act_outs in zip(errors, ex_max, reference, actual):
+    for parts, m, sig, n, ref_outs, act_outs in zip(errors, ex_max, signals, counts, reference, actual):
         decisions = agree = decisive = decisive_agree = 0
         if task.has_argmax:
             rows = _rows(task.kind, ref_outs)
@@ -204,9 +224,7 @@ def example_stats(task: TaskSpec, reference: list[list[np.ndarray]], actual: lis
             decisive, decisive_agree = int(np.sum(clear)), int(np.sum((dr == da) & clear))
         with np.errstate(invalid="ignore", over="ignore"):
             out.append(ExampleStats(
-                max_abs_diff=m, abs_sum=float(sum(d.sum() for _, _, d in parts)),
-                count=int(sum(d.size for _, _, d in parts)),
-                signal=float(sum(np.sum(r * r) for r, _, _ in parts)),
+                max_abs_diff=m, abs_sum=float(sum(d.sum() for _, _, d in parts)), count=n, signal=sig,
                 noise=float(sum(np.sum((r - a) ** 2) for r, a, _ in parts)),
                 min_cosine=min(cosine(r, a) for r, a, _ in parts), decisions=decisions, agree=agree,
                 decisive=decisive, decisive_agree=decisive_agree, typical_power=typical))
@@ -263,7 +281,8 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
 
     Gates (each a limit of ``thresholds``; None is not checked): over all examples, max |diff|,
     decisive agreement and SQNR; per example, SQNR >= ``min_example_sqnr_db``; per length bucket
-    with at least ``MIN_BUCKET_EXAMPLES`` examples, decisive agreement and SQNR on its own.
+    with at least ``MIN_BUCKET_EXAMPLES`` examples, decisive agreement and SQNR on its own. Every
+    bucket's metrics are recorded in ``by_length``, gated or not.
 
     Args:
         task: decides which argmax decisions count for agreement.
@@ -288,12 +307,18 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
             i = min(low, key=lambda j: stats[j].sqnr_db)
             failures.append(f"{len(low)} example(s) below the per-example SQNR floor {t.min_example_sqnr_db:.1f} dB "
                             f"(worst {stats[i].sqnr_db:.1f} dB, {lengths[i]} tokens: {texts[i][:40]!r})")
-    if any(lengths):
-        per_bucket = Thresholds(min_agreement=t.min_agreement, min_sqnr_db=t.min_sqnr_db)
-        for name, idx in buckets(lengths):
-            if len(idx) >= MIN_BUCKET_EXAMPLES:
-                failures += Pooled.of([stats[i] for i in idx]).failures(
-                    per_bucket, f"length bucket {name} tokens ({len(idx)} examples): ")
+    per_bucket = Thresholds(min_agreement=t.min_agreement, min_sqnr_db=t.min_sqnr_db)
+    by_length = []
+    for name, idx in buckets(lengths):
+        p = Pooled.of([stats[i] for i in idx])
+        gated = len(idx) >= MIN_BUCKET_EXAMPLES
+        by_length.append(LengthBucket(
+            bucket=name, examples=len(idx), max_abs_diff=p.max_abs_diff, mean_abs_diff=p.mean_abs_diff,
+            sqnr_db=p.sqnr_db, min_cosine=p.min_cosine, agreement=p.agreement,
+            decisive_agreement=p.decisive_agreement, near_ties=p.decisions - p.decisive,
+            min_example_sqnr_db=p.min_example_sqnr_db, gated=gated))
+        if gated:
+            failures += p.failures(per_bucket, f"length bucket {name} tokens ({len(idx)} examples): ")
     accuracy = reference_accuracy = None
     labelled = [(i, y) for i, y in enumerate(labels or []) if y is not None]
     if labelled and task.kind is OutputKind.SEQUENCE_LOGITS:
@@ -312,4 +337,5 @@ def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list
         n_labelled=len(labelled) if accuracy is not None else 0,
         decisive_agreement=pooled.decisive_agreement, n_decisive=pooled.decisive,
         near_ties=pooled.decisions - pooled.decisive, min_example_sqnr_db=pooled.min_example_sqnr_db,
+        by_length=tuple(by_length),
     )
