@@ -203,19 +203,14 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     import onnx
     from onnx import numpy_helper
 
+    from quantize.onnx_dynamic import graphs
+
     model = onnx.load(str(path))
     found = []
-    stack = [model.graph]
-    while stack:
-        graph = stack.pop()
+    for graph, _ in graphs(model.graph):
         found += [numpy_helper.to_array(t).tobytes() for t in graph.initializer]
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.TENSOR:
-                    found.append(numpy_helper.to_array(attr.t).tobytes())
-                stack.extend(attr.graphs)
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    stack.append(attr.g)
+        found += [numpy_helper.to_array(a.t).tobytes() for node in graph.node for a in node.attribute
+                  if a.type == onnx.AttributeProto.TENSOR]
     return [b for b in found if len(b) > 16], 0
 
 
@@ -269,7 +264,6 @@ def coverage(path: Path, quant: Quant) -> dict:
 
 
 KNOWN_DOMAINS = ("", "ai.onnx", "com.microsoft")  # ONNX and ONNX Runtime's own contrib ops
-_ITEM_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 
 
 def check(path: Path, shown: str) -> None:
@@ -303,12 +297,22 @@ def check(path: Path, shown: str) -> None:
                     [_value_info(v) for v in model.graph.output], shown)
 
 
+def _item_bytes(data_type: int) -> int:
+    """Bytes per element of an ONNX tensor type (onnx's own table; 8 for a type it does not know)."""
+    import onnx
+
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
+    except (KeyError, ValueError, TypeError):
+        return 8
+
+
 def _check_tensor(t, shown: str, folder: Path) -> None:
     import math
 
     from ..backends import MAX_ARTIFACT_BYTES
 
-    declared = math.prod(t.dims) * _ITEM_BYTES.get(t.data_type, 8) if all(d >= 0 for d in t.dims) else -1
+    declared = math.prod(t.dims) * _item_bytes(t.data_type) if all(d >= 0 for d in t.dims) else -1
     if declared < 0 or declared > MAX_ARTIFACT_BYTES:
         raise ArtifactLoadError(f"{shown}: tensor '{t.name}' declares shape {list(t.dims)} "
                                 f"({declared:,} bytes), beyond any ALBERT export; the file is not a sound export")
