@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..config import Quant
-from ..errors import ArtifactLoadError
+from ..errors import ArtifactLoadError, first_line
 from ..reference import not_an_export
 
 
@@ -272,6 +273,15 @@ def files(path: Path) -> list[Path]:
 
 
 def _read(path: Path):
+    """The deserialized program. One command reads the same .pte several times (check, precision,
+    coverage, size breakdown, memory verdict): the last two files decoded are kept, keyed by their
+    path, size and modification time."""
+    st = Path(path).stat()
+    return _read_cached(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_cached(path: str, size: int, mtime_ns: int):
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     return deserialize_pte_binary(Path(path).read_bytes())
@@ -360,14 +370,12 @@ def check(path: Path, shown: str) -> None:
 
 
 def _probe_load(path: Path, shown: str) -> None:
-    """Load ``path`` with full verification in a child process: a native abort ends the child."""
+    """Load ``path`` with full verification in a child process (``_probe_child``): a native abort ends
+    the child, not this process."""
     import subprocess
     import sys
 
-    code = ("import sys\nfrom pathlib import Path\nfrom mobile_export.backends.executorch import Runner\n"
-            "try:\n    Runner(Path(sys.argv[1]))\nexcept Exception as e:\n"
-            "    print(type(e).__name__ + ': ' + str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__)\n"
-            "    sys.exit(3)\n")
+    code = "import sys; from mobile_export.backends.executorch import _probe_child; _probe_child(sys.argv[1])"
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=600)
     if proc.returncode == 0:
         return
@@ -377,6 +385,18 @@ def _probe_load(path: Path, shown: str) -> None:
     said = (proc.stdout.strip().splitlines() or ["no message"])[-1]
     raise ArtifactLoadError(f"{shown} does not load in the ExecuTorch runtime (strict verification): {said}; "
                             "export it again")
+
+
+def _probe_child(path: str) -> None:
+    """In the checking process: load every method as ``Runner`` does; on an error print it in one
+    line and exit 3."""
+    import sys
+
+    try:
+        Runner(Path(path))
+    except Exception as exc:
+        print(f"{type(exc).__name__}: {first_line(exc, 200)}")
+        sys.exit(3)
 
 
 def stores_int8(path: Path) -> bool:
