@@ -274,8 +274,9 @@ def regenerate(folder: Path) -> list[str]:
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
     for name, digest in files:  # the report must describe the artifacts beside it
         f = folder / Path(name).name
-        if f.exists() and (not f.is_file() or sha256_file(f) != digest):
-            found = f"the file's {sha256_file(f)[:12]}..." if f.is_file() else "not a regular file"
+        actual = sha256_file(f) if f.is_file() else None
+        if f.exists() and actual != digest:
+            found = f"the file's {actual[:12]}..." if actual else "not a regular file"
             raise BadInputError(f"{path} describes a different {f.name} (sha256 {digest[:12]}..., {found}); "
                                 "re-run the export or parity command")
     return write_reports(report, folder)
