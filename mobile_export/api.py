@@ -135,7 +135,7 @@ def _dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], di
 # The config fields a report records (enough to rebuild the model's shapes, e.g. for `size`).
 SUMMARY_CONFIG_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
                        "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-                       "type_vocab_size", "hidden_act")
+                       "type_vocab_size", "hidden_act", "tie_word_embeddings")
 
 
 def _config_summary(config: dict) -> dict:

@@ -66,6 +66,13 @@ def parameter_counts(model, config) -> dict:
             "layers": int(config.num_hidden_layers), "ratio": round(unshared / unique, 2)}
 
 
+def tied_embeddings(model) -> bool:
+    """Whether the (meta) model's output layer reads its input word-embedding table (fill-mask with
+    ``tie_word_embeddings``): then one stored table must serve both."""
+    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    return bool(out is not None and out.weight is model.get_input_embeddings().weight)
+
+
 def _slots(model, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each."""
     slots = []
@@ -126,8 +133,19 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
             unmatched += len(b)
     counts = parameter_counts(model, config)
     layer_bytes = groups["shared encoder layer"]
-    # Shared weights stored once: no blob beyond one copy of each layer parameter.
-    preserved = extra["shared encoder layer"] == 0 and layer_bytes > 0
+    tied = tied_embeddings(model)
+    # Shared weights stored once: no blob beyond one copy of each layer parameter, and (tied word
+    # embeddings) no second copy of the table: the decoder's weight is no slot of its own then, so
+    # a decoder stored apart is an extra copy of the word embeddings.
+    problems = []
+    if extra["shared encoder layer"] or not layer_bytes:
+        problems.append(f"{extra['shared encoder layer']:,} B of extra copies of the shared layer")
+    if tied and extra["word embeddings"]:
+        problems.append(f"tied embeddings stored twice, {extra['word embeddings']:,} bytes extra")
+    preserved = not problems
+    once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
+    if tied:
+        once += "; the tied word-embedding table is stored once for the lookup and the decoder"
     out.update({
         "groups": {g: int(groups[g]) for g in GROUPS},
         "other_constants_bytes": int(unmatched),
@@ -135,10 +153,9 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         "overhead_bytes": int(len(data) - stored + unmatched),
         "extra_copies_bytes": {g: int(v) for g, v in extra.items() if v},
         "parameters": counts,
-        "sharing_preserved": bool(preserved),
-        "sharing_verdict": (f"preserved: the shared layer is stored once ({layer_bytes:,} B) for "
-                            f"{counts['layers']} layers" if preserved else
-                            f"NOT preserved: {extra['shared encoder layer']:,} B of extra copies of the shared layer"),
+        "tied_embeddings": tied,
+        "sharing_preserved": preserved,
+        "sharing_verdict": f"preserved: {once}" if preserved else f"NOT preserved ({'; '.join(problems)})",
     })
     return out
 

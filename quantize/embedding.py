@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+ZERO_ROW_SCALE = 2.0 ** -12  # eps of the XNNPACK quantizer's per-channel weight observer
+
 
 class Int8Embedding(torch.nn.Module):
     """Drop-in replacement for ``nn.Embedding`` (lookup only) with int8 per-row weights."""
@@ -19,7 +21,9 @@ class Int8Embedding(torch.nn.Module):
         super().__init__()
         w = weight.detach().to(torch.float32)
         scale = w.abs().amax(dim=1, keepdim=True) / 127.0
-        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        # An all-zero row (the padding id's) gets the smallest scale XNNPACK's quantizer uses, so a tied
+        # decoder quantized by PT2E gets these very scales and codes (and the .pte stores them once).
+        scale = torch.clamp(scale, min=ZERO_ROW_SCALE)
         self.register_buffer("weight_int8", torch.clamp(torch.round(w / scale), -127, 127).to(torch.int8))
         self.register_buffer("scale", scale.contiguous())
         self.num_embeddings, self.embedding_dim = w.shape
@@ -35,14 +39,25 @@ class Int8Embedding(torch.nn.Module):
 def quantize_embeddings(module: torch.nn.Module, names: tuple[str, ...] = ("word_embeddings",)) -> list[str]:
     """Replace the named ``nn.Embedding`` submodules of ``module`` by ``Int8Embedding``, in place.
 
+    A ``nn.Linear`` tied to a replaced table (its weight is the table's parameter) computes with the
+    dequantized table from then on: quantizing that weight per output row again gives back exactly
+    the table's codes and scales (the row maximum's code is 127), so the int8 decoder and the lookup
+    hold the same bytes, which each exporter then stores once.
+
     Returns:
         The dotted paths of the replaced modules.
     """
     replaced = []
+    tables: dict[int, Int8Embedding] = {}
     for path, child in list(module.named_modules()):
         leaf = path.rsplit(".", 1)[-1]
         if leaf in names and isinstance(child, torch.nn.Embedding):
             parent = module.get_submodule(path.rsplit(".", 1)[0]) if "." in path else module
-            setattr(parent, leaf, Int8Embedding(child.weight))
+            table = Int8Embedding(child.weight)
+            tables[id(child.weight)] = table
+            setattr(parent, leaf, table)
             replaced.append(path)
+    for child in module.modules():  # a decoder tied to a replaced table (fill-mask's MLM head)
+        if isinstance(child, torch.nn.Linear) and id(child.weight) in tables:
+            child.weight = torch.nn.Parameter(tables[id(child.weight)].dequantized(), requires_grad=False)
     return replaced

@@ -169,3 +169,99 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
     finally:
         root.setLevel(level)
     return replace(prepared, quantized_matmuls=count_ops(onnx.load(str(dst)), "MatMulInteger"))
+
+
+def share_transposed_tables(model) -> int:
+    """Let a MatMul that multiplies by a lookup table's transpose read the table itself, in place.
+
+    A tied masked-LM decoder is the word-embedding table transposed: the exporter folds the transpose
+    into a second initializer, and ONNX Runtime's quantizer quantizes that copy per output column, which
+    gives the table's own per-row int8 codes and scales (``quantize.embedding`` makes sure of it). Where a
+    MatMul / MatMulInteger weight equals a Gather table transposed (bit for bit), the weight becomes
+    ``Transpose(table)``; for MatMulInteger its per-column scale becomes the table's row scale
+    (``Reshape`` to one dimension) where they agree on every row with a non-zero code (an all-zero row
+    multiplies nothing, and each quantizer picks its own scale for it). ONNX Runtime folds both nodes
+    when it loads the model, so the kernels still see constant weights; the file keeps one table.
+
+    Returns:
+        Bytes of initializers no longer stored.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    arrays: dict[str, np.ndarray] = {}
+
+    def array(name: str) -> np.ndarray:
+        if name not in arrays:
+            arrays[name] = numpy_helper.to_array(inits[name])
+        return arrays[name]
+
+    lookups = [n for n in graph.node if n.op_type == "Gather" and n.input[0] in inits]
+    tables = {n.input[0]: n.input[1] for n in lookups if len(inits[n.input[0]].dims) == 2}
+    taken = set(inits) | {o for n in graph.node for o in n.output}
+    added, rename, saved = [], {}, 0
+
+    def fresh(name: str) -> str:
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    for node in list(graph.node):
+        if node.op_type not in ("MatMul", "MatMulInteger") or len(node.input) < 2 or node.input[1] not in inits:
+            continue
+        weight = inits[node.input[1]]
+        if weight.name in rename or len(weight.dims) != 2:
+            continue
+        for table, indices in tables.items():
+            t = inits[table]
+            if t.data_type != weight.data_type or list(t.dims) != [weight.dims[1], weight.dims[0]]:
+                continue
+            if not np.array_equal(array(table).T, array(weight.name)):
+                continue
+            out = fresh(f"{table}.transposed")
+            added.append(helper.make_node("Transpose", [table], [out], name=out, perm=[1, 0]))
+            rename[weight.name] = out
+            saved += array(weight.name).nbytes
+            scale = weight.name[:-len("_quantized")] + "_scale" if weight.name.endswith("_quantized") else None
+            if node.op_type == "MatMulInteger" and scale in inits:
+                saved += _share_row_scale(graph, inits, array, tables, table, indices, scale, rename, added, fresh)
+            break
+    if not rename:
+        return 0
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            node.input[i] = rename.get(name, name)
+    nodes = added + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {name for node in graph.node for name in node.input}
+    kept = [i for i in graph.initializer if i.name in used or i.name not in rename]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return saved
+
+
+def _share_row_scale(graph, inits, array, tables, table, indices, scale, rename, added, fresh) -> int:
+    """Point the decoder's per-column ``scale`` at the row scales looked up beside ``table`` (a float
+    table gathered with the same ids, one value per row), when they agree on every non-zero row."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    rows = np.any(array(table) != 0, axis=1)
+    wanted = array(scale).reshape(-1)
+    for other, other_indices in tables.items():
+        o = inits[other]
+        if other == table or other_indices != indices or o.data_type != inits[scale].data_type:
+            continue
+        values = array(other).reshape(-1)
+        if values.shape == wanted.shape and np.array_equal(values[rows], wanted[rows]):
+            shape = fresh(f"{other}.flat_shape")
+            graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), shape))
+            out = fresh(f"{other}.flat")
+            added.append(helper.make_node("Reshape", [other, shape], [out], name=out))
+            rename[scale] = out
+            return wanted.nbytes - 8
+    return 0

@@ -256,15 +256,97 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         )
         program = edge.to_executorch(get_xnnpack_executorch_backend_config())
     with progress.step("executorch: writing .pte"):
-        with open(dest, "wb") as f:
-            program.write_to_file(f)
+        data, shared = share_stored_bytes(program.buffer)
+        dest.write_bytes(data)
     delegates, outside = 0, set()
     for name in methods:
         graph = program.exported_program(name).graph_module.graph
         delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
         outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
     return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
-            "rewritten_for_xnnpack": rewritten, "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+
+
+SEGMENT_ALIGNMENT = 128  # ExecuTorch's default start alignment of a data segment
+MAX_SEGMENT_ALIGNMENT = 4096
+
+
+def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
+    """``data`` (a serialized .pte) with every XNNPACK weight that repeats a program constant stored once.
+
+    The program keeps its constants (the embedding tables ``embed`` looks up) in one data segment, and
+    XNNPACK's weights are named data, one segment each; ExecuTorch dedupes within each store, not
+    across them. A fill-mask ALBERT reads its tied word-embedding table twice: looked up in ``embed``
+    (a constant) and multiplied in ``head``'s decoder (an XNNPACK weight, the same int8 codes and the
+    same per-row scales). Here a named-data segment whose bytes equal a constant's is pointed at that
+    constant's bytes inside the constant segment and its own copy dropped; the other segments move up
+    (each keeps its original start alignment). The runtime reads a segment by offset and size, so the
+    two readers now map the same bytes.
+
+    Returns:
+        (the new file's bytes, how many bytes were dropped).
+    """
+    from executorch.exir._serialize._program import (
+        _ExtendedHeader,
+        _flatbuffer_to_program,
+        _get_extended_header,
+        _insert_flatbuffer_header,
+        _program_to_flatbuffer,
+    )
+    from executorch.exir._serialize.padding import aligned_size, pad_to
+    from executorch.exir.schema import DataSegment
+
+    header = _get_extended_header(data)
+    if header is None or header.segment_base_offset == 0:
+        return data, 0
+    program = _flatbuffer_to_program(data[:header.program_size])
+    constants = program.constant_segment
+    if not program.named_data or constants is None or not constants.offsets:
+        return data, 0
+    base, segments = header.segment_base_offset, program.segments
+
+    def raw(segment) -> bytes:
+        return data[base + segment.offset:base + segment.offset + segment.size]
+
+    constant_bytes = raw(segments[constants.segment_index])
+    starts = list(constants.offsets)
+    regions: dict[int, list[int]] = {}  # padded length of a constant -> where such constants start
+    for start, end in zip(starts, starts[1:] + [len(constant_bytes)]):
+        if end > start:
+            regions.setdefault(end - start, []).append(start)
+    inside: dict[int, int] = {}  # named-data segment -> offset of its bytes within the constant segment
+    for index in sorted({entry.segment_index for entry in program.named_data}):
+        blob = raw(segments[index])
+        if not blob or index == constants.segment_index:
+            continue
+        for padded in range(len(blob), len(blob) + MAX_SEGMENT_ALIGNMENT):
+            hit = next((s for s in regions.get(padded, ()) if constant_bytes[s:s + len(blob)] == blob), None)
+            if hit is not None:
+                inside[index] = hit
+                break
+    if not inside:
+        return data, 0
+    order = sorted((i for i in range(len(segments)) if i not in inside), key=lambda i: segments[i].offset)
+    body = bytearray()
+    placed: dict[int, int] = {}
+    for i in order:
+        old = segments[i].offset
+        alignment = max(SEGMENT_ALIGNMENT, min(MAX_SEGMENT_ALIGNMENT, old & -old if old else MAX_SEGMENT_ALIGNMENT))
+        body += b"\0" * (aligned_size(len(body), alignment) - len(body))
+        placed[i] = len(body)
+        body += raw(segments[i])
+    constant_start = placed[constants.segment_index]
+    program.segments = [DataSegment(offset=constant_start + inside[i], size=s.size) if i in inside
+                        else DataSegment(offset=placed[i], size=s.size) for i, s in enumerate(segments)]
+    flat = _program_to_flatbuffer(program)
+    header_length = aligned_size(_ExtendedHeader.EXPECTED_LENGTH, flat.max_alignment)
+    program_size = header_length + len(flat.data)
+    segment_base = aligned_size(program_size, SEGMENT_ALIGNMENT)
+    new_header = pad_to(_ExtendedHeader(program_size=program_size, segment_base_offset=segment_base,
+                                        segment_data_size=len(body)).to_bytes(), header_length)
+    head = _insert_flatbuffer_header(flat.data, r"ET[0-9a-zA-Z][0-9a-zA-Z]", new_header)
+    out = head + b"\0" * (segment_base - len(head)) + bytes(body)
+    return out, len(data) - len(out)
 
 
 def files(path: Path) -> list[Path]:
@@ -288,11 +370,31 @@ def _read_cached(path: str, size: int, mtime_ns: int):
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:
-    """(weight/constant blobs, bytes of delegate graphs) stored in a .pte."""
+    """(weight/constant blobs, bytes of delegate graphs) stored in a .pte: each program constant, and
+    each named-data segment that has bytes of its own (one that points into the constant segment,
+    see ``share_stored_bytes``, is the constant's bytes and is not counted again)."""
+    from executorch.exir._serialize._program import _flatbuffer_to_program, _get_extended_header
+
     pte = _read(path)
-    found = list(pte.named_data.buffers) if pte.named_data is not None else []
-    found += [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
-    return found, sum(len(d.data) for d in pte.program.backend_delegate_data)
+    found = [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
+    graphs = sum(len(d.data) for d in pte.program.backend_delegate_data)
+    if pte.named_data is None:
+        return found, graphs
+    with open(path, "rb") as f:
+        head = f.read(64)
+        header = _get_extended_header(head)
+        f.seek(0)
+        program = _flatbuffer_to_program(f.read(header.program_size))
+        segments = program.segments
+        constants = program.constant_segment
+        within = segments[constants.segment_index] if constants is not None and constants.offsets else None
+        for index in sorted({entry.segment_index for entry in program.named_data}):
+            segment = segments[index]
+            if within is not None and within.offset <= segment.offset < within.offset + within.size:
+                continue
+            f.seek(header.segment_base_offset + segment.offset)
+            found.append(f.read(segment.size))
+    return found, graphs
 
 
 # Operators an export may run outside the XNNPACK delegate: table lookups, shape queries and copies

@@ -119,17 +119,19 @@ def _hoist_loop_weights(model) -> None:
         del body.initializer[:]
 
 
-def _externalize(path: Path) -> None:
-    """Move every tensor of ``path`` (subgraphs included) of 1 KiB or more into ``path`` + ``.data``,
+def _externalize(path: Path) -> int:
+    """Lay the model out for loading (``_hoist_loop_weights``, ``share_transposed_tables``; returns the
+    bytes the latter saved), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more into ``path`` + ``.data``,
     page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
     copy of each (albert-base int8: ~10 MiB less RAM)."""
     import onnx
     from onnx.external_data_helper import set_external_data
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_dynamic import graphs, share_transposed_tables
 
     model = onnx.load(str(path))
     _hoist_loop_weights(model)
+    shared = share_transposed_tables(model)
     data_name = path.name + DATA_SUFFIX
     tmp = path.with_name(data_name + ".tmp")
     offset = 0
@@ -147,6 +149,7 @@ def _externalize(path: Path) -> None:
                     t.data_location = onnx.TensorProto.EXTERNAL
     os.replace(tmp, path.with_name(data_name))
     onnx.save(model, str(path))
+    return shared
 
 
 def files(path: Path) -> list[Path]:
@@ -192,7 +195,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     finally:
         if fp32_path.exists():
             os.unlink(fp32_path)
-    _externalize(dest)
+    stats["shared_table_bytes"] = _externalize(dest)
     onnx.checker.check_model(str(dest), full_check=True)
     stats["opset"] = OPSET
     return stats
@@ -203,7 +206,7 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     import onnx
     from onnx import numpy_helper
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_dynamic import graphs, share_transposed_tables
 
     model = onnx.load(str(path))
     found = []
