@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL
+from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL, int4_blockwise
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
@@ -21,7 +21,7 @@ from .parity import PlotData, cross_runtime, plot_data
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
-from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
+from .config import DEFAULT_INT4_GROUP_SIZE, Backend, ExportOptions, ParityOptions, Quant, Thresholds
 from .data import read_parity_file
 from .errors import (ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError,
                      first_line)
@@ -236,7 +236,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                 raise ExportFailedError(str(exc)) from exc
         typed = _build_report("mobile-export", check, results,
                               {"backends": [b.value for b in options.backends], "quant": options.quant.value,
-                               "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced},
+                               "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
+                               **({"int4_group_size": options.int4_group_size} if options.quant is Quant.INT4 else {})},
                               [{"size": e} for e in sizes])
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
@@ -336,7 +337,8 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            stats = module.export(wrapper, example, dyn, quant, dest, progress)
+            extra = {"group_size": options.int4_group_size} if quant is Quant.INT4 else {}
+            stats = module.export(wrapper, example, dyn, quant, dest, progress, **extra)
     except MobileExportError:
         raise
     except Exception as exc:
@@ -408,9 +410,18 @@ def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list)
                                 f"{want}: it is an export of a different model; pass the checkpoint it was exported from")
 
 
+def scheme_name(quant: Quant, stats: dict) -> str:
+    """The quantization scheme an artifact was written with, as reports name it."""
+    if quant is Quant.INT8:
+        return INT8_DYNAMIC_PER_CHANNEL.name
+    if quant is Quant.INT4:
+        return int4_blockwise((stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE).name
+    return "fp32"
+
+
 def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
-            "scheme": INT8_DYNAMIC_PER_CHANNEL.name if r.quant is Quant.INT8 else "fp32",
+            "scheme": scheme_name(r.quant, r.stats),
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
             "parity": r.parity.to_dict(),
             "plot": r.plot.to_dict() if r.plot else {}}
@@ -438,9 +449,8 @@ def _manifest(staging: Path, names: list[str], check: _Check, results: list[Arti
 
 
 def detect_quant(path: Path) -> Quant:
-    """int8 if the artifact stores int8 weights, else fp32 (decides the default parity thresholds)."""
-    backend = backends.for_path(path)
-    return Quant.INT8 if backends.load(backend).stores_int8(path) else Quant.FP32
+    """The precision the artifact's weights are stored in (decides the default parity thresholds)."""
+    return backends.load(backends.for_path(path)).stored_quant(path)
 
 
 def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], out: str | os.PathLike | None = None,
@@ -566,7 +576,7 @@ def size_report(artifacts: list[str | os.PathLike], checkpoint: str | None = Non
     Args:
         artifacts: .pte / .onnx / .ort files.
         checkpoint: the source checkpoint, when no export report.json sits beside an artifact.
-        quant: how the artifacts were quantized (default: from report.json, else int8).
+        quant: how the artifacts were quantized (default: from report.json, else what the file stores).
         budgets: sizes (``15MB``) or store presets; each gives a verdict per artifact.
         measure: also load and run each artifact once in a fresh process to measure its RAM.
 
@@ -578,7 +588,7 @@ def size_report(artifacts: list[str | os.PathLike], checkpoint: str | None = Non
     for name in artifacts:
         _, path = backends.open_artifact(name)  # checked before any runtime sees it
         info, stored_quant, int8_embeddings = _size_inputs(path, checkpoint)
-        chosen = quant or Quant(stored_quant or Quant.INT8.value)
+        chosen = quant or (Quant(stored_quant) if stored_quant else detect_quant(path))
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
         entry = _size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
         entry["budgets"] = [budget_verdict(entry, b) for b in resolved]

@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from .config import Backend, Quant
+    from .config import DEFAULT_INT4_GROUP_SIZE, INT4_GROUP_SIZES, Backend, Quant
     from .tasks import supported_tasks
 
     parser = _Parser(prog="mobile-export", description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
@@ -45,6 +45,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument("--keep-fp32-embeddings", action="store_true",
                     help="with int8, leave the word-embedding table in fp32 (default: int8 per row)")
+    ex.add_argument("--group-size", type=int, default=DEFAULT_INT4_GROUP_SIZE,
+                    help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
+                         f"(default {DEFAULT_INT4_GROUP_SIZE}; smaller is more accurate and larger)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     _threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
@@ -179,7 +182,7 @@ def _cmd_export(args) -> int:
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
                             overwrite=args.overwrite, thresholds=thresholds, data=args.data,
                             budget=args.budget, measure_memory=not args.no_memory,
-                            quantize_embeddings=not args.keep_fp32_embeddings)
+                            quantize_embeddings=not args.keep_fp32_embeddings, int4_group_size=args.group_size)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))
     return int(ExitCode.OK)
@@ -215,12 +218,18 @@ def _cmd_size(args) -> int:
 
 def _cmd_list(args) -> int:
     from . import backends
+    from .config import DEFAULT_INT4_GROUP_SIZE, Quant
     from .tasks import supported_tasks
 
     print("tasks:      " + ", ".join(supported_tasks()))
+    from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL, int4_blockwise
+
+    schemes = {Quant.INT8: INT8_DYNAMIC_PER_CHANNEL.name, Quant.FP32: "fp32",
+               Quant.INT4: int4_blockwise(DEFAULT_INT4_GROUP_SIZE).name + " (--group-size)"}
     for backend, quant in backends.combinations():
         info = backends.get_info(backend)
-        print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime})")
+        print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
+              f"scheme {schemes[quant]}")
     return int(ExitCode.OK)
 
 

@@ -24,6 +24,7 @@ class Quant(str, Enum):
 
     INT8 = "int8"  # dynamic int8 activations, symmetric per-channel int8 weights
     FP32 = "fp32"
+    INT4 = "int4"  # dynamic int8 activations, symmetric group-wise 4-bit weights (.onnx only for now)
 
     def __str__(self) -> str:
         return self.value
@@ -40,6 +41,12 @@ def parse_enum(enum_cls: type[Enum], value: str, what: str) -> Enum:
 
 # A length bucket of the parity text is gated on its own when it has at least this many examples.
 MIN_BUCKET_EXAMPLES = 3
+INT4_MIN_SQNR_DB = 15.0
+
+# int4 weights are quantized in groups of this many input values (one scale per group); a width that
+# is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that).
+INT4_GROUP_SIZES = (16, 32, 64, 128, 256)
+DEFAULT_INT4_GROUP_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,8 @@ class Thresholds:
     def default_for(quant: Quant) -> "Thresholds":
         if quant is Quant.FP32:
             return Thresholds(max_abs_diff=1e-4)
+        if quant is Quant.INT4:  # half the bits: ~6 dB less signal-to-noise per bit than int8
+            return Thresholds(min_agreement=0.98, min_sqnr_db=INT4_MIN_SQNR_DB, min_example_sqnr_db=10.0)
         return Thresholds(min_agreement=0.99, min_sqnr_db=20.0, min_example_sqnr_db=15.0)
 
     def explain(self) -> list[str]:
@@ -122,6 +131,7 @@ class ExportOptions:
         measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
+        int4_group_size: with int4, input values per weight scale (``--group-size``).
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -134,8 +144,12 @@ class ExportOptions:
     budget: str | None = None
     measure_memory: bool = True
     quantize_embeddings: bool = True
+    int4_group_size: int = DEFAULT_INT4_GROUP_SIZE
 
     def __post_init__(self) -> None:
+        if self.int4_group_size not in INT4_GROUP_SIZES:
+            raise BadInputError(f"--group-size {self.int4_group_size} is not supported; choose one of "
+                                f"{', '.join(map(str, INT4_GROUP_SIZES))}")
         if not self.backends:
             raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
         if len(set(self.backends)) != len(self.backends):

@@ -73,11 +73,17 @@ def tied_embeddings(model) -> bool:
     return bool(out is not None and out.weight is model.get_input_embeddings().weight)
 
 
-def _slots(model, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
+def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = None) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each."""
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
+        if quant == "int4" and p.dim() == 2 and "position" not in name and "token_type" not in name:
+            g = group_size or 32
+            rows, width = (p.shape[0], p.shape[1])  # Linear [out, in]; lookup table [vocab, width]
+            blocks = -(-width // g)
+            slots += [(group, rows * blocks * g // 2), (group, rows * blocks * 4)]  # packed 4-bit codes, scales
+            continue
         quantized = quant == "int8" and p.dim() == 2 and (
             "word_embeddings" not in name or int8_embeddings) and "position" not in name and "token_type" not in name
         if quantized:
@@ -93,6 +99,8 @@ def _slots(model, quant: str, int8_embeddings: bool) -> list[tuple[str, int]]:
 def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> dict:
     """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
     from . import backends
+
+    group_size = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
 
     data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
     blobs, graph_bytes = artifact_blobs(path)
@@ -113,7 +121,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         return out
     free: dict[int, list[str]] = defaultdict(list)
     model, config = _meta_model(model_info)
-    slots = _slots(model, quant, int8_embeddings)
+    slots = _slots(model, quant, int8_embeddings, group_size)
     for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
@@ -148,6 +156,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         once += "; the tied word-embedding table is stored once for the lookup and the decoder"
     out.update({
         "groups": {g: int(groups[g]) for g in GROUPS},
+        **({"int4_group_size": group_size} if group_size else {}),
         "other_constants_bytes": int(unmatched),
         "delegate_graph_bytes": int(graph_bytes),
         "overhead_bytes": int(len(data) - stored + unmatched),

@@ -11,6 +11,8 @@ class Scheme:
     description: str
     weight_symmetric: bool
     per_channel: bool
+    weight_bits: int = 8
+    group_size: int | None = None  # input values per weight scale; None: one scale per output channel
 
 
 INT8_DYNAMIC_PER_CHANNEL = Scheme(
@@ -20,3 +22,14 @@ INT8_DYNAMIC_PER_CHANNEL = Scheme(
     weight_symmetric=True,
     per_channel=True,
 )
+
+
+def int4_blockwise(group_size: int) -> Scheme:
+    """int8 dynamic activations with symmetric 4-bit weights, one scale per ``group_size`` inputs."""
+    return Scheme(
+        name=f"int4-blockwise-g{group_size}",
+        description=f"int8 activations quantized at run time; symmetric 4-bit weights, one scale per "
+                    f"{group_size} input values of each output channel (word-embedding table: per "
+                    f"{group_size} values of each row)",
+        weight_symmetric=True, per_channel=True, weight_bits=4, group_size=group_size,
+    )

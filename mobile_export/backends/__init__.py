@@ -2,11 +2,12 @@
 
 Each backend module provides::
 
-    export(wrapper, example, dynamic_shapes, quant, dest, progress) -> dict   # stats for the report
+    export(wrapper, example, dynamic_shapes, quant, dest, progress[, group_size]) -> dict  # stats for the report
     Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
     files(path) -> [path, ...]                                                # the artifact and its data files
     blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
-    stores_int8(path) -> bool                                                 # default parity thresholds
+    stored_quant(path) -> Quant                                               # default parity thresholds
+    int4_group_size(path) -> int | None                                       # 4-bit weights: values per scale
     memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
     coverage(path, quant) -> dict                                             # what runs unquantized/undelegated
     check(path, shown) -> None                                                # ArtifactLoadError unless it is a sound export
@@ -51,13 +52,16 @@ BACKENDS: dict[Backend, BackendInfo] = {
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX, file_name="model.onnx", module="mobile_export.backends.onnx",
-        runtime="ONNX Runtime (CPU)", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        runtime="ONNX Runtime (CPU)", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
+        dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
               "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
-        runtime="ONNX Runtime (CPU), ORT format", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        runtime="ONNX Runtime (CPU), ORT format", runtime_module="onnxruntime",
+        # not int4: the ORT format of ONNX Runtime 1.32 has no INT4 tensor type (the 4-bit word table)
+        quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
               "no x86-only layouts); opt-in with --backend ort",
     ),
@@ -94,7 +98,9 @@ def check_supported(backend: Backend, quant: Quant) -> None:
     info = BACKENDS[backend]
     if quant not in info.quants:
         offered = ", ".join(sorted(q.value for q in info.quants))
-        raise UnsupportedError(f"backend {backend.value} does not offer --quant {quant.value}; it offers: {offered}")
+        others = [b.value for b, i in BACKENDS.items() if quant in i.quants]
+        hint = f"; --quant {quant.value} is offered by --backend {' / '.join(others)}" if others else ""
+        raise UnsupportedError(f"backend {backend.value} does not offer --quant {quant.value}; it offers: {offered}{hint}")
 
 
 def load(backend: Backend) -> ModuleType:

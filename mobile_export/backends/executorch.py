@@ -501,11 +501,16 @@ def _probe_child(path: str) -> None:
         sys.exit(3)
 
 
-def stores_int8(path: Path) -> bool:
-    """True when the XNNPACK delegate holds int8 weights (their per-channel scales are named ``scale_*``)."""
+def int4_group_size(path: Path) -> int | None:
+    """No 4-bit .pte is written yet."""
+    return None
+
+
+def stored_quant(path: Path) -> Quant:
+    """int8 when the XNNPACK delegate holds int8 weights (their per-channel scales are named ``scale_*``)."""
     pte = _read(path)
     keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
-    return any(k.startswith("scale_") for k in keys)
+    return Quant.INT8 if any(k.startswith("scale_") for k in keys) else Quant.FP32
 
 
 def _xnnpack_graph(blob: bytes) -> dict:

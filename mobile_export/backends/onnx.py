@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import Quant
+from ..config import DEFAULT_INT4_GROUP_SIZE, Quant
 from ..errors import ArtifactLoadError
 from ..reference import INPUT_NAMES, not_an_export
 
@@ -120,9 +120,9 @@ def _hoist_loop_weights(model) -> None:
 
 
 def _externalize(path: Path) -> int:
-    """Lay the model out for loading (``_hoist_loop_weights``, ``share_transposed_tables``; returns the
-    bytes the latter saved), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more into ``path`` + ``.data``,
-    page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
+    """Lay the model out for loading (``_hoist_loop_weights``, ``share_transposed_tables``: returns the
+    bytes the latter saved), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more
+    into ``path`` + ``.data``, page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
     copy of each (albert-base int8: ~10 MiB less RAM)."""
     import onnx
     from onnx.external_data_helper import set_external_data
@@ -159,7 +159,7 @@ def files(path: Path) -> list[Path]:
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress) -> dict:
+           quant: Quant, dest: Path, progress, group_size: int | None = None) -> dict:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
@@ -184,12 +184,18 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
                     external_data=False, optimize=True, verbose=False,
                 )
                 prog.save(str(fp32_path), external_data=False)
+        int4: dict = {}
         if quant is Quant.INT8:
             with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
                 q = quantize_file(fp32_path, dest)
+        elif quant is Quant.INT4:
+            from quantize.onnx_nbits import quantize_file_int4
+
+            with progress.step(f"onnx: int4 block-wise quantization, groups of {group_size} (ONNX Runtime)"):
+                q, int4 = quantize_file_int4(fp32_path, dest, group_size or DEFAULT_INT4_GROUP_SIZE)
         else:
             q = prepare_file(fp32_path, dest)
-        stats = {"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
+        stats = {**({"int4": int4} if int4 else {}),"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
                  "activation_matmuls": q.activation_matmuls, "deduplicated": q.deduplicated_initializers,
                  "layer_loop": loop}
     finally:
@@ -197,34 +203,71 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             os.unlink(fp32_path)
     stats["shared_table_bytes"] = _externalize(dest)
     onnx.checker.check_model(str(dest), full_check=True)
-    stats["opset"] = OPSET
+    stats["opset"] = next((o.version for o in onnx.load(str(dest), load_external_data=False).opset_import
+                           if o.domain in ("", "ai.onnx")), OPSET)
     return stats
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:
-    """Initializers and tensor attributes (subgraphs included) of an .onnx, as bytes."""
+    """Initializers and tensor attributes (subgraphs included) of an .onnx, as the bytes they store
+    (4-bit tensors packed two values per byte, as in the file)."""
     import onnx
-    from onnx import numpy_helper
 
-    from quantize.onnx_dynamic import graphs, share_transposed_tables
+    from quantize.onnx_dynamic import graphs
 
     model = onnx.load(str(path))
     found = []
     for graph, _ in graphs(model.graph):
-        found += [numpy_helper.to_array(t).tobytes() for t in graph.initializer]
-        found += [numpy_helper.to_array(a.t).tobytes() for node in graph.node for a in node.attribute
+        found += [_stored_bytes(t) for t in graph.initializer]
+        found += [_stored_bytes(a.t) for node in graph.node for a in node.attribute
                   if a.type == onnx.AttributeProto.TENSOR]
     return [b for b in found if len(b) > 16], 0
 
 
+def _stored_bytes(t) -> bytes:
+    import math
+
+    from onnx import numpy_helper
+
+    if t.HasField("raw_data"):
+        data = t.raw_data
+        return data[:_tensor_bytes(t.data_type, math.prod(t.dims))]
+    return numpy_helper.to_array(t).tobytes()
+
+
 INT8_TYPES = (3, 2)  # TensorProto.INT8, UINT8 (the ORT format uses the same codes)
+INT4_OPS = ("MatMulNBits", "GatherBlockQuantized")
 
 
-def stores_int8(path: Path) -> bool:
+def quant_of(op_types: set[str], initializer_types: set[int]) -> Quant:
+    """What an ONNX / ORT graph stores: 4-bit weight ops, else int8 initializers, else fp32."""
+    if op_types & set(INT4_OPS):
+        return Quant.INT4
+    return Quant.INT8 if initializer_types & set(INT8_TYPES) else Quant.FP32
+
+
+def int4_group_size(path: Path) -> int | None:
+    """The ``block_size`` of the artifact's first 4-bit weight op, None without one."""
     import onnx
 
+    from quantize.onnx_dynamic import graphs
+
     model = onnx.load(str(path), load_external_data=False)
-    return any(t.data_type in INT8_TYPES for t in model.graph.initializer)
+    for graph, _ in graphs(model.graph):
+        for node in graph.node:
+            if node.op_type in INT4_OPS:
+                return next((int(a.i) for a in node.attribute if a.name == "block_size"), None)
+    return None
+
+
+def stored_quant(path: Path) -> Quant:
+    import onnx
+
+    from quantize.onnx_dynamic import graphs
+
+    model = onnx.load(str(path), load_external_data=False)
+    ops = {node.op_type for graph, _ in graphs(model.graph) for node in graph.node}
+    return quant_of(ops, {t.data_type for t in model.graph.initializer})
 
 
 def usage(stats: dict) -> dict:
@@ -235,12 +278,12 @@ def usage(stats: dict) -> dict:
                                    "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"}}
 
 
-QUANTIZED_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm")
+QUANTIZED_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "MatMulNBits")
 
 
 def matmul_coverage(nodes, quant: Quant) -> dict:
-    """Quantization coverage from ``(op_type, name, reads_a_constant_weight)`` of every node: an int8
-    artifact must leave no MatMul/Gemm on a stored weight in fp32."""
+    """Quantization coverage from ``(op_type, name, reads_a_constant_weight)`` of every node: an int8 or
+    int4 artifact must leave no MatMul/Gemm on a stored weight in fp32."""
     fp32, quantized = [], 0
     for op, name, constant_b in nodes:
         if op in QUANTIZED_MATMULS:
@@ -248,8 +291,8 @@ def matmul_coverage(nodes, quant: Quant) -> dict:
         elif op in ("MatMul", "Gemm", "FusedMatMul") and constant_b:
             fp32.append(name or op)
     problems = []
-    if quant is Quant.INT8 and fp32:
-        problems.append(f"{len(fp32)} weight MatMul/Gemm left in fp32 in an int8 artifact "
+    if quant is not Quant.FP32 and fp32:
+        problems.append(f"{len(fp32)} weight MatMul/Gemm left in fp32 in an {quant.value} artifact "
                         f"({', '.join(fp32[:4])}{', ...' if len(fp32) > 4 else ''})")
     return {"quantized_weight_matmuls": quantized, "fp32_weight_matmuls": len(fp32),
             "fp32_weight_matmul_nodes": fp32[:20], "problems": problems}
@@ -300,14 +343,17 @@ def check(path: Path, shown: str) -> None:
                     [_value_info(v) for v in model.graph.output], shown)
 
 
-def _item_bytes(data_type: int) -> int:
-    """Bytes per element of an ONNX tensor type (onnx's own table; 8 for a type it does not know)."""
+def _tensor_bytes(data_type: int, elements: int) -> int:
+    """Bytes that ``elements`` values of an ONNX tensor type occupy: 4-bit types pack two per byte;
+    otherwise onnx's own table (8 bytes for a type it does not know)."""
     import onnx
 
+    if data_type in {getattr(onnx.TensorProto, n, -1) for n in ("INT4", "UINT4", "FLOAT4E2M1")}:
+        return (elements + 1) // 2
     try:
-        return onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
+        return elements * onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
     except (KeyError, ValueError, TypeError):
-        return 8
+        return elements * 8
 
 
 def _check_tensor(t, shown: str, folder: Path) -> None:
@@ -315,7 +361,7 @@ def _check_tensor(t, shown: str, folder: Path) -> None:
 
     from ..backends import MAX_ARTIFACT_BYTES
 
-    declared = math.prod(t.dims) * _item_bytes(t.data_type) if all(d >= 0 for d in t.dims) else -1
+    declared = _tensor_bytes(t.data_type, math.prod(t.dims)) if all(d >= 0 for d in t.dims) else -1
     if declared < 0 or declared > MAX_ARTIFACT_BYTES:
         raise ArtifactLoadError(f"{shown}: tensor '{t.name}' declares shape {list(t.dims)} "
                                 f"({declared:,} bytes), beyond any ALBERT export; the file is not a sound export")

@@ -97,17 +97,30 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     return [b for b in found if len(b) > 16], 0
 
 
-def stores_int8(path: Path) -> bool:
-    return any(t.DataType() in onnx_backend.INT8_TYPES for t in initializers(path))
+def int4_group_size(path: Path) -> int | None:
+    """The ``block_size`` of the .ort's first 4-bit weight op, None without one."""
+    for graph, _ in _graphs(path):
+        for n in range(graph.NodesLength()):
+            node = graph.Nodes(n)
+            if node.OpType().decode() in onnx_backend.INT4_OPS:
+                for a in range(node.AttributesLength()):
+                    if node.Attributes(a).Name() == b"block_size":
+                        return int(node.Attributes(a).I())
+    return None
+
+
+def stored_quant(path: Path) -> Quant:
+    ops = {graph.Nodes(n).OpType().decode() for graph, _ in _graphs(path) for n in range(graph.NodesLength())}
+    return onnx_backend.quant_of(ops, {t.DataType() for t in initializers(path)})
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress) -> dict:
+           quant: Quant, dest: Path, progress, group_size: int | None = None) -> dict:
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
-        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress)
+        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size)
         stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
             so = ort.SessionOptions()
