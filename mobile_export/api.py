@@ -21,7 +21,15 @@ from .parity import PlotData, cross_runtime, plot_data
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
-from .config import DEFAULT_INT4_GROUP_SIZE, Backend, ExportOptions, ParityOptions, Quant, Thresholds
+from .config import (
+    DEFAULT_INT4_GROUP_SIZE,
+    Backend,
+    ExportOptions,
+    ParityOptions,
+    Quant,
+    Thresholds,
+    int4_group_size_for,
+)
 from .data import read_parity_file
 from .errors import (ArtifactLoadError, BadInputError, BudgetError, ExportFailedError, MobileExportError, ParityError,
                      first_line)
@@ -237,7 +245,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         typed = _build_report("mobile-export", check, results,
                               {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                                "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
-                               **({"int4_group_size": options.int4_group_size} if options.quant is Quant.INT4 else {})},
+                               **({"int4_group_size": _int4_group_size(options, loaded)}
+                                  if options.quant is Quant.INT4 else {})},
                               [{"size": e} for e in sizes])
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
@@ -325,6 +334,10 @@ def _export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.n
     return ExportWrapper(model, loaded.task).eval(), replaced
 
 
+def _int4_group_size(options: ExportOptions, loaded: LoadedModel) -> int:
+    return options.int4_group_size or int4_group_size_for(int(loaded.config.hidden_size))
+
+
 def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, max_len: int, staging: Path,
                 check: _Check) -> ArtifactResult:
     """Export, then check in the runtime, one artifact."""
@@ -337,7 +350,7 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            extra = {"group_size": options.int4_group_size} if quant is Quant.INT4 else {}
+            extra = {"group_size": _int4_group_size(options, loaded)} if quant is Quant.INT4 else {}
             stats = module.export(wrapper, example, dyn, quant, dest, progress, **extra)
     except MobileExportError:
         raise

@@ -25,7 +25,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from .config import DEFAULT_INT4_GROUP_SIZE, INT4_GROUP_SIZES, Backend, Quant
+    from .config import (
+        DEFAULT_INT4_GROUP_SIZE,
+        INT4_GROUP_SIZES,
+        WIDE_HIDDEN_SIZE,
+        WIDE_INT4_GROUP_SIZE,
+        Backend,
+        Quant,
+    )
     from .tasks import supported_tasks
 
     parser = _Parser(prog="mobile-export", description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
@@ -45,9 +52,10 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument("--keep-fp32-embeddings", action="store_true",
                     help="with int8, leave the word-embedding table in fp32 (default: int8 per row)")
-    ex.add_argument("--group-size", type=int, default=DEFAULT_INT4_GROUP_SIZE,
+    ex.add_argument("--group-size", type=int,
                     help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
-                         f"(default {DEFAULT_INT4_GROUP_SIZE}; smaller is more accurate and larger)")
+                         f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
+                         f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     _threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
@@ -225,7 +233,7 @@ def _cmd_list(args) -> int:
     from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL, int4_blockwise
 
     schemes = {Quant.INT8: INT8_DYNAMIC_PER_CHANNEL.name, Quant.FP32: "fp32",
-               Quant.INT4: int4_blockwise(DEFAULT_INT4_GROUP_SIZE).name + " (--group-size)"}
+               Quant.INT4: int4_blockwise(DEFAULT_INT4_GROUP_SIZE).name + " (group size per model, --group-size)"}
     for backend, quant in backends.combinations():
         info = backends.get_info(backend)
         print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "

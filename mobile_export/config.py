@@ -47,6 +47,15 @@ INT4_MIN_SQNR_DB = 15.0
 # is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that).
 INT4_GROUP_SIZES = (16, 32, 64, 128, 256)
 DEFAULT_INT4_GROUP_SIZE = 32
+WIDE_INT4_GROUP_SIZE = 64
+WIDE_HIDDEN_SIZE = 512
+
+
+def int4_group_size_for(hidden_size: int) -> int:
+    """The group size a model gets unless ``--group-size`` says otherwise: 32 for narrow models (small
+    files anyway; the finer scales keep more accuracy), 64 from hidden size 512 up, where a scale per 32
+    values costs 0.125 B a weight: albert-base int4 .onnx 7.57 MB with 32, 6.84 MB with 64."""
+    return WIDE_INT4_GROUP_SIZE if hidden_size >= WIDE_HIDDEN_SIZE else DEFAULT_INT4_GROUP_SIZE
 
 
 @dataclass(frozen=True)
@@ -131,7 +140,8 @@ class ExportOptions:
         measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
-        int4_group_size: with int4, input values per weight scale (``--group-size``).
+        int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
+            model's width (``int4_group_size_for``).
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -144,10 +154,10 @@ class ExportOptions:
     budget: str | None = None
     measure_memory: bool = True
     quantize_embeddings: bool = True
-    int4_group_size: int = DEFAULT_INT4_GROUP_SIZE
+    int4_group_size: int | None = None
 
     def __post_init__(self) -> None:
-        if self.int4_group_size not in INT4_GROUP_SIZES:
+        if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:
             raise BadInputError(f"--group-size {self.int4_group_size} is not supported; choose one of "
                                 f"{', '.join(map(str, INT4_GROUP_SIZES))}")
         if not self.backends:

@@ -82,7 +82,9 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
             g = group_size or 32
             rows, width = (p.shape[0], p.shape[1])  # Linear [out, in]; lookup table [vocab, width]
             blocks = -(-width // g)
-            slots += [(group, rows * blocks * g // 2), (group, rows * blocks * 4)]  # packed 4-bit codes, scales
+            # packed 4-bit codes (a MatMul's padded to whole groups, a lookup table's not), one fp32 scale a group
+            codes = (rows * width + 1) // 2 if "word_embeddings" in name else rows * blocks * g // 2
+            slots += [(group, codes), (group, rows * blocks * 4)]
             continue
         quantized = quant == "int8" and p.dim() == 2 and (
             "word_embeddings" not in name or int8_embeddings) and "position" not in name and "token_type" not in name

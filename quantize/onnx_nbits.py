@@ -86,6 +86,7 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int) -> tuple[OnnxQuant
     Returns:
         (the weight-MatMul counts, facts for the report: group size, padded widths, quantized lookups).
     """
+    import numpy as np
     import onnx
     from onnxruntime.quantization import QuantFormat
     from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
@@ -108,7 +109,8 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int) -> tuple[OnnxQuant
     logger.setLevel(logging.ERROR)
     try:
         quantizer = MatMulNBitsQuantizer(model, nodes_to_exclude=keep, algo_config=config)
-        quantizer.process()
+        with np.errstate(divide="ignore", invalid="ignore"):  # an all-zero row (padding id): scale 0, codes 0
+            quantizer.process()
     finally:
         logger.setLevel(level)
     quantizer.model.save_model_to_file(str(dst), use_external_data_format=False)
