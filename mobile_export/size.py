@@ -14,6 +14,7 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .config import DEFAULT_INT4_GROUP_SIZE
 
 GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
           "pooler", "task head")
@@ -79,7 +80,7 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
     for name, p in model.named_parameters():
         group = _group(name)
         if quant == "int4" and p.dim() == 2 and "position" not in name and "token_type" not in name:
-            g = group_size or 32
+            g = group_size or DEFAULT_INT4_GROUP_SIZE
             rows, width = (p.shape[0], p.shape[1])  # Linear [out, in]; lookup table [vocab, width]
             blocks = -(-width // g)
             # packed 4-bit codes (a MatMul's padded to whole groups, a lookup table's not), one fp32 scale a group
