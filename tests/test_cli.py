@@ -45,7 +45,7 @@ def test_argparse_errors_exit_2(capsys):
         main(["export", "somewhere"])  # --out missing
     assert exc.value.code == 2
     with pytest.raises(SystemExit) as exc:
-        main(["export", "x", "--out", "y", "--quant", "int4"])
+        main(["export", "x", "--out", "y", "--quant", "int2"])
     assert exc.value.code == 2
 
 
