@@ -245,8 +245,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         typed = _build_report("mobile-export", check, results,
                               {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                                "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
-                               **({"int4_group_size": _int4_group_size(options, loaded)}
-                                  if options.quant is Quant.INT4 else {})},
+                               **({"int4_group_size": _int4_group_size(options, loaded),
+                                   "int4_kernel": options.int4_kernel} if options.quant is Quant.INT4 else {})},
                               [{"size": e} for e in sizes])
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
@@ -350,7 +350,8 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            extra = {"group_size": _int4_group_size(options, loaded)} if quant is Quant.INT4 else {}
+            extra = ({"group_size": _int4_group_size(options, loaded), "int4_kernel": options.int4_kernel}
+                     if quant is Quant.INT4 else {})
             stats = module.export(wrapper, example, dyn, quant, dest, progress, **extra)
     except MobileExportError:
         raise

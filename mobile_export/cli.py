@@ -28,6 +28,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from .config import (
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
+        INT4_KERNELS,
         WIDE_HIDDEN_SIZE,
         WIDE_INT4_GROUP_SIZE,
         Backend,
@@ -56,6 +57,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
                          f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
                          f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger)")
+    ex.add_argument("--int4-kernel", choices=list(INT4_KERNELS), default=INT4_KERNELS[0],
+                    help="with int4, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
+                         "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
+                         "and RAM, a little less accurate)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     _threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
@@ -190,7 +195,8 @@ def _cmd_export(args) -> int:
     options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
                             overwrite=args.overwrite, thresholds=thresholds, data=args.data,
                             budget=args.budget, measure_memory=not args.no_memory,
-                            quantize_embeddings=not args.keep_fp32_embeddings, int4_group_size=args.group_size)
+                            quantize_embeddings=not args.keep_fp32_embeddings, int4_group_size=args.group_size,
+                            int4_kernel=args.int4_kernel)
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))
     return int(ExitCode.OK)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from quantize.onnx_nbits import INT4_KERNELS
+
 from .errors import BadInputError
 
 
@@ -142,6 +144,9 @@ class ExportOptions:
             (``--keep-fp32-embeddings`` turns it off).
         int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
             model's width (``int4_group_size_for``).
+        int4_kernel: with int4 in the .onnx, how ONNX Runtime computes (``--int4-kernel``): ``nbits`` runs
+            ``MatMulNBits`` (4-bit weights in RAM too); ``int8`` widens the 4-bit weights to int8 when the
+            model loads (int8's speed and RAM, plus int8 rounding on top of int4's).
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -155,8 +160,11 @@ class ExportOptions:
     measure_memory: bool = True
     quantize_embeddings: bool = True
     int4_group_size: int | None = None
+    int4_kernel: str = "nbits"
 
     def __post_init__(self) -> None:
+        if self.int4_kernel not in INT4_KERNELS:
+            raise BadInputError(f"--int4-kernel {self.int4_kernel} is not one of {', '.join(INT4_KERNELS)}")
         if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:
             raise BadInputError(f"--group-size {self.int4_group_size} is not supported; choose one of "
                                 f"{', '.join(map(str, INT4_GROUP_SIZES))}")

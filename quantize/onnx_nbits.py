@@ -79,22 +79,157 @@ def padded_widths(model, group_size: int) -> list[int]:
     return sorted(widths)
 
 
-def quantize_file_int4(src: Path, dst: Path, group_size: int) -> tuple[OnnxQuantStats, dict]:
-    """Quantize ``src`` (fp32 ONNX) into ``dst``: int4 ``MatMulNBits`` weights and a 4-bit word-embedding
-    ``GatherBlockQuantized``, ``group_size`` values per scale.
+def int4_codes(weight, group_size: int):
+    """Symmetric 4-bit codes of a [K, N] MatMul weight in groups of ``group_size`` along K (K padded with
+    zeros to whole groups), and what widens them to per-column int8 when the model loads.
 
     Returns:
-        (the weight-MatMul counts, facts for the report: group size, padded widths, quantized lookups).
+        (codes int8 in [-7, 7], shape [Kp, N]; ratio float32 [groups, 1, N] = group scale / column scale;
+        column scale float32 [N]): ``round(codes * ratio)`` are int8 codes of the 4-bit weight with one
+        scale per column, never beyond +-127 (the column scale is the largest 4-bit value / 127).
+    """
+    import numpy as np
+
+    k, n = weight.shape
+    groups = -(-k // group_size)
+    padded = np.zeros((groups * group_size, n), dtype=np.float32)
+    padded[:k] = weight
+    blocks = padded.reshape(groups, group_size, n)
+    scale = np.abs(blocks).max(axis=1) / 7.0  # [groups, N]
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    codes = np.clip(np.round(blocks / scale[:, None, :]), -7, 7).astype(np.int8)
+    column = (np.abs(codes) * scale[:, None, :]).max(axis=(0, 1)) / 127.0
+    column = np.where(column > 0, column, 1.0).astype(np.float32)
+    ratio = (scale / column[None, :]).astype(np.float32).reshape(groups, 1, n)
+    return codes.reshape(groups * group_size, n), ratio, column
+
+
+def _pack_int4(codes) -> bytes:
+    """ONNX's INT4 layout: two values a byte, the first in the low nibble."""
+    import numpy as np
+
+    flat = codes.reshape(-1).astype(np.int8)
+    if flat.size % 2:
+        flat = np.append(flat, np.int8(0))
+    return ((flat[0::2] & 0x0F) | ((flat[1::2] & 0x0F) << 4)).astype(np.uint8).tobytes()
+
+
+def widen_matmuls(model, group_size: int) -> int:
+    """Store every MatMul weight in 4 bits and compute it in int8 (``--int4-kernel int8``), in place.
+
+    A MatMul on a constant [K, N] weight becomes int8 dynamic quantization of its input, ``MatMulInteger``
+    and a per-column rescale (ONNX Runtime's own int8 pattern, which it fuses into
+    ``DynamicQuantizeMatMul``), reading ``w8 = Cast<int8>(Round(Cast<float>(codes4) * ratio))``: only
+    Cast, Reshape, Mul, Round and Slice on initializers, which ONNX Runtime folds when the session loads
+    (DequantizeLinear it would keep and run every call). The file holds 4-bit codes and one scale ratio a
+    group; memory and speed are int8's. The widening nodes go into the main graph, so a Loop body reads
+    the folded weight from the outer scope and the weight is stored once for every layer.
+
+    Returns:
+        How many MatMuls were rewritten.
+    """
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    main = model.graph
+    taken = {i.name for g, _ in graphs(main) for i in g.initializer}
+    taken |= {o for g, _ in graphs(main) for node in g.node for o in node.output}
+
+    def fresh(name: str) -> str:
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    widening, rewritten = [], 0
+    everywhere = {i.name: i for g, _ in graphs(main) for i in g.initializer}
+    # Subgraphs first: rewriting a graph's node list copies its nodes, and a Loop node copied before its
+    # body was rewritten would carry the old body.
+    for graph, constants in reversed(list(graphs(main))):
+        inits = {name: everywhere[name] for name in constants if name in everywhere}
+        nodes = []
+        for node in graph.node:
+            weight = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) == 2 else None
+            if weight is None or len(weight.dims) != 2 or weight.data_type != TensorProto.FLOAT:
+                nodes.append(node)
+                continue
+            w = numpy_helper.to_array(weight)
+            codes, ratio, column = int4_codes(w, group_size)
+            base = weight.name
+            names = {k: fresh(f"{base}.{k}") for k in ("codes4", "ratio", "col_scale", "zero", "grouped", "rows",
+                                                       "w8", "f", "g", "m", "r", "flat", "cut", "starts", "ends")}
+            q4 = helper.make_tensor(names["codes4"], TensorProto.INT4, list(codes.shape), _pack_int4(codes), raw=True)
+            main.initializer.extend([
+                q4, numpy_helper.from_array(ratio, names["ratio"]), numpy_helper.from_array(column, names["col_scale"]),
+                numpy_helper.from_array(np.zeros(column.shape, np.int8), names["zero"]),
+                numpy_helper.from_array(np.array(ratio.shape[:1] + (group_size, w.shape[1]), np.int64), names["grouped"]),
+                numpy_helper.from_array(np.array(codes.shape, np.int64), names["rows"]),
+            ])
+            chain = [helper.make_node("Cast", [names["codes4"]], [names["f"]], to=TensorProto.FLOAT),
+                     helper.make_node("Reshape", [names["f"], names["grouped"]], [names["g"]]),
+                     helper.make_node("Mul", [names["g"], names["ratio"]], [names["m"]]),
+                     helper.make_node("Round", [names["m"]], [names["r"]]),
+                     helper.make_node("Reshape", [names["r"], names["rows"]], [names["flat"]])]
+            widened = names["flat"]
+            if codes.shape[0] != w.shape[0]:  # drop the padding rows
+                main.initializer.extend([numpy_helper.from_array(np.array([0], np.int64), names["starts"]),
+                                         numpy_helper.from_array(np.array([w.shape[0]], np.int64), names["ends"])])
+                chain.append(helper.make_node("Slice", [widened, names["starts"], names["ends"]], [names["cut"]]))
+                widened = names["cut"]
+            chain.append(helper.make_node("Cast", [widened], [names["w8"]], to=TensorProto.INT8))
+            widening += chain
+            x, y = node.input[0], node.output[0]
+            q = {k: fresh(f"{y}.{k}") for k in ("xq", "xs", "xz", "acc", "accf", "scale")}
+            nodes += [helper.make_node("DynamicQuantizeLinear", [x], [q["xq"], q["xs"], q["xz"]]),
+                      helper.make_node("MatMulInteger", [q["xq"], names["w8"], q["xz"], names["zero"]], [q["acc"]],
+                                       name=f"{node.name}_int4w_int8" if node.name else ""),
+                      helper.make_node("Cast", [q["acc"]], [q["accf"]], to=TensorProto.FLOAT),
+                      helper.make_node("Mul", [q["xs"], names["col_scale"]], [q["scale"]]),
+                      helper.make_node("Mul", [q["accf"], q["scale"]], [y])]
+            rewritten += 1
+        del graph.node[:]
+        graph.node.extend(nodes)
+    used = {n for g, _ in graphs(main) for node in g.node for n in node.input} | {n for node in widening for n in node.input}
+    for graph, _ in graphs(main):
+        kept = [i for i in graph.initializer if i.name in used]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    nodes = widening + list(main.node)
+    del main.node[:]
+    main.node.extend(nodes)
+    return rewritten
+
+
+INT4_KERNELS = ("nbits", "int8")  # how ONNX Runtime computes with the 4-bit weights (config.INT4_KERNELS)
+
+
+def quantize_file_int4(src: Path, dst: Path, group_size: int, kernel: str = "nbits") -> tuple[OnnxQuantStats, dict]:
+    """Quantize ``src`` (fp32 ONNX) into ``dst``: 4-bit weights on every weight MatMul and a 4-bit
+    word-embedding ``GatherBlockQuantized``, ``group_size`` values per scale.
+
+    Args:
+        kernel: ``nbits``: ``MatMulNBits`` with ``accuracy_level=4`` (4-bit weights in RAM too, int8
+            compute; MLAS's 4-bit kernels, ~2.5x slower than its int8 GEMM at 128 tokens on x86, see
+            BENCHMARKS.md). ``int8``: the 4-bit weights widened to int8 when the session loads, computed by
+            ONNX Runtime's int8 GEMM (``widen_matmuls``: int8's speed and RAM, 4-bit's file; the widening
+            rounds to one int8 scale per column, which costs accuracy where a group's values are far
+            below its column's largest).
+
+    Returns:
+        (the weight-MatMul counts, facts for the report: group size, kernel, padded widths, quantized lookups).
     """
     import numpy as np
     import onnx
     from onnxruntime.quantization import QuantFormat
     from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
+    if kernel not in INT4_KERNELS:
+        raise ValueError(f"int4 kernel must be one of {INT4_KERNELS}, not {kernel}")
     prepared = prepare_file(src, dst)
     model = onnx.load(str(dst))
     rewritten = gemm_to_matmul(model)
     padded = padded_widths(model, group_size)
+    widened = widen_matmuls(model, group_size) if kernel == "int8" else 0
     # Only the word-embedding table is looked up in 4 bits; position and token-type tables are small
     # and every token reads them, so they stay fp32.
     keep = [node.name for graph, _ in graphs(model.graph) for node in graph.node
@@ -115,7 +250,8 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int) -> tuple[OnnxQuant
         logger.setLevel(level)
     quantizer.model.save_model_to_file(str(dst), use_external_data_format=False)
     result = onnx.load(str(dst))
-    stats = replace(prepared, quantized_matmuls=count_ops(result, "MatMulNBits"))
-    facts = {"group_size": group_size, "padded_input_widths": padded, "gemm_rewritten": rewritten,
+    quantized = widened if kernel == "int8" else count_ops(result, "MatMulNBits")
+    stats = replace(prepared, quantized_matmuls=quantized)
+    facts = {"group_size": group_size, "kernel": kernel, "padded_input_widths": padded, "gemm_rewritten": rewritten,
              "int4_lookups": count_ops(result, "GatherBlockQuantized")}
     return stats, facts

@@ -159,7 +159,7 @@ def files(path: Path) -> list[Path]:
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress, group_size: int | None = None) -> dict:
+           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str = "nbits") -> dict:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
@@ -191,8 +191,9 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         elif quant is Quant.INT4:
             from quantize.onnx_nbits import quantize_file_int4
 
-            with progress.step(f"onnx: int4 block-wise quantization, groups of {group_size} (ONNX Runtime)"):
-                q, int4 = quantize_file_int4(fp32_path, dest, group_size or DEFAULT_INT4_GROUP_SIZE)
+            group = group_size or DEFAULT_INT4_GROUP_SIZE
+            with progress.step(f"onnx: int4 block-wise weights, groups of {group}, {int4_kernel} kernel"):
+                q, int4 = quantize_file_int4(fp32_path, dest, group, int4_kernel)
         else:
             q = prepare_file(fp32_path, dest)
         stats = {**({"int4": int4} if int4 else {}),"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
@@ -218,7 +219,9 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     model = onnx.load(str(path))
     found = []
     for graph, _ in graphs(model.graph):
-        found += [_stored_bytes(t) for t in graph.initializer]
+        # shape operands (a few int64s) are graph plumbing, not weights
+        found += [_stored_bytes(t) for t in graph.initializer
+                  if not (t.data_type == onnx.TensorProto.INT64 and len(t.dims) == 1 and t.dims[0] <= 8)]
         found += [_stored_bytes(a.t) for node in graph.node for a in node.attribute
                   if a.type == onnx.AttributeProto.TENSOR]
     return [b for b in found if len(b) > 16], 0

@@ -115,12 +115,13 @@ def stored_quant(path: Path) -> Quant:
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress, group_size: int | None = None) -> dict:
+           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str = "nbits") -> dict:
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
-        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size)
+        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size,
+                                    int4_kernel)
         stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
             so = ort.SessionOptions()
