@@ -86,7 +86,7 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
             # packed 4-bit codes (a MatMul's padded to whole groups, a lookup table's not), one fp32 scale a group
             codes = (rows * width + 1) // 2 if "word_embeddings" in name else rows * blocks * g // 2
             slots += [(group, codes), (group, rows * blocks * 4)]
-            if "word_embeddings" not in name:  # widened to int8 at load (--int4-kernel int8): column scales, zeros
+            if "word_embeddings" not in name:  # --int4-kernel int8: per-column scales and zeros beside the multiples
                 slots += [(group, rows * 4), (group, rows)]
             continue
         quantized = quant == "int8" and p.dim() == 2 and (

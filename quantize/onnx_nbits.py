@@ -81,12 +81,15 @@ def padded_widths(model, group_size: int) -> list[int]:
 
 def int4_codes(weight, group_size: int):
     """Symmetric 4-bit codes of a [K, N] MatMul weight in groups of ``group_size`` along K (K padded with
-    zeros to whole groups), and what widens them to per-column int8 when the model loads.
+    zeros to whole groups), with group scales that int8 represents exactly.
+
+    Each column gets one int8 scale ``c`` (its largest group scale / 18) and each group the scale
+    ``k * c`` with a whole ``k`` in 1..18 (the group's own max/7 rounded up to a multiple of ``c``). Then
+    ``codes * k`` are the exact int8 codes of the 4-bit weight (|7 * 18| <= 127): widening to int8 adds
+    no rounding. A group far below its column's largest gets steps no finer than ``c`` (int8's).
 
     Returns:
-        (codes int8 in [-7, 7], shape [Kp, N]; ratio float32 [groups, 1, N] = group scale / column scale;
-        column scale float32 [N]): ``round(codes * ratio)`` are int8 codes of the 4-bit weight with one
-        scale per column, never beyond +-127 (the column scale is the largest 4-bit value / 127).
+        (codes int8 in [-7, 7], shape [Kp, N]; k float32 [groups, 1, N]; column scale float32 [N]).
     """
     import numpy as np
 
@@ -95,13 +98,16 @@ def int4_codes(weight, group_size: int):
     padded = np.zeros((groups * group_size, n), dtype=np.float32)
     padded[:k] = weight
     blocks = padded.reshape(groups, group_size, n)
-    scale = np.abs(blocks).max(axis=1) / 7.0  # [groups, N]
-    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    codes = np.clip(np.round(blocks / scale[:, None, :]), -7, 7).astype(np.int8)
-    column = (np.abs(codes) * scale[:, None, :]).max(axis=(0, 1)) / 127.0
+    wanted = np.abs(blocks).max(axis=1) / 7.0  # [groups, N]: each group's own 4-bit scale
+    column = wanted.max(axis=0) / MAX_GROUP_MULTIPLE
     column = np.where(column > 0, column, 1.0).astype(np.float32)
-    ratio = (scale / column[None, :]).astype(np.float32).reshape(groups, 1, n)
-    return codes.reshape(groups * group_size, n), ratio, column
+    multiple = np.clip(np.ceil(wanted / column[None, :] - 1e-6), 1, MAX_GROUP_MULTIPLE).astype(np.float32)
+    scale = multiple * column[None, :]
+    codes = np.clip(np.round(blocks / scale[:, None, :]), -7, 7).astype(np.int8)
+    return codes.reshape(groups * group_size, n), multiple.reshape(groups, 1, n), column
+
+
+MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
 
 
 def _pack_int4(codes) -> bytes:
@@ -119,10 +125,10 @@ def widen_matmuls(model, group_size: int) -> int:
 
     A MatMul on a constant [K, N] weight becomes int8 dynamic quantization of its input, ``MatMulInteger``
     and a per-column rescale (ONNX Runtime's own int8 pattern, which it fuses into
-    ``DynamicQuantizeMatMul``), reading ``w8 = Cast<int8>(Round(Cast<float>(codes4) * ratio))``: only
-    Cast, Reshape, Mul, Round and Slice on initializers, which ONNX Runtime folds when the session loads
-    (DequantizeLinear it would keep and run every call). The file holds 4-bit codes and one scale ratio a
-    group; memory and speed are int8's. The widening nodes go into the main graph, so a Loop body reads
+    ``DynamicQuantizeMatMul``), reading ``w8 = Cast<int8>(Cast<float>(codes4) * multiple)`` (exact, see
+    ``int4_codes``): only Cast, Reshape, Mul and Slice on initializers, which ONNX Runtime folds when the
+    session loads (DequantizeLinear it would keep and run every call). The file holds 4-bit codes and one
+    multiple a group; memory and speed are int8's. The widening nodes go into the main graph, so a Loop body reads
     the folded weight from the outer scope and the weight is stored once for every layer.
 
     Returns:
@@ -154,22 +160,23 @@ def widen_matmuls(model, group_size: int) -> int:
                 nodes.append(node)
                 continue
             w = numpy_helper.to_array(weight)
-            codes, ratio, column = int4_codes(w, group_size)
+            codes, multiple, column = int4_codes(w, group_size)
             base = weight.name
-            names = {k: fresh(f"{base}.{k}") for k in ("codes4", "ratio", "col_scale", "zero", "grouped", "rows",
-                                                       "w8", "f", "g", "m", "r", "flat", "cut", "starts", "ends")}
+            names = {k: fresh(f"{base}.{k}") for k in ("codes4", "multiple", "col_scale", "zero", "grouped", "rows",
+                                                       "w8", "f", "g", "m", "flat", "cut", "starts", "ends")}
             q4 = helper.make_tensor(names["codes4"], TensorProto.INT4, list(codes.shape), _pack_int4(codes), raw=True)
             main.initializer.extend([
-                q4, numpy_helper.from_array(ratio, names["ratio"]), numpy_helper.from_array(column, names["col_scale"]),
+                q4, numpy_helper.from_array(multiple, names["multiple"]),
+                numpy_helper.from_array(column, names["col_scale"]),
                 numpy_helper.from_array(np.zeros(column.shape, np.int8), names["zero"]),
-                numpy_helper.from_array(np.array(ratio.shape[:1] + (group_size, w.shape[1]), np.int64), names["grouped"]),
+                numpy_helper.from_array(np.array(multiple.shape[:1] + (group_size, w.shape[1]), np.int64),
+                                        names["grouped"]),
                 numpy_helper.from_array(np.array(codes.shape, np.int64), names["rows"]),
             ])
             chain = [helper.make_node("Cast", [names["codes4"]], [names["f"]], to=TensorProto.FLOAT),
                      helper.make_node("Reshape", [names["f"], names["grouped"]], [names["g"]]),
-                     helper.make_node("Mul", [names["g"], names["ratio"]], [names["m"]]),
-                     helper.make_node("Round", [names["m"]], [names["r"]]),
-                     helper.make_node("Reshape", [names["r"], names["rows"]], [names["flat"]])]
+                     helper.make_node("Mul", [names["g"], names["multiple"]], [names["m"]]),
+                     helper.make_node("Reshape", [names["m"], names["rows"]], [names["flat"]])]
             widened = names["flat"]
             if codes.shape[0] != w.shape[0]:  # drop the padding rows
                 main.initializer.extend([numpy_helper.from_array(np.array([0], np.int64), names["starts"]),
