@@ -46,11 +46,12 @@ def _python_ort(pythonpath: str | None, model, feeds_path, out) -> dict:
     return json.loads(out.read_text())
 
 
-def test_app_ort_runner_on_the_jvm_matches_python(tmp_path):
+@pytest.mark.parametrize("quant", ["int8", "int4"])
+def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
                                                                "ORT_JVM_VERSION"))
     assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
-    from mobile_export import Backend, ExportOptions, export
+    from mobile_export import Backend, ExportOptions, Quant, export
     from mobile_export.demo import MODEL_DIR
     from mobile_export.demo.data import write_split
     from mobile_export.loading import load_checkpoint
@@ -59,7 +60,8 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path):
     data = tmp_path / "test.tsv"
     n = write_split("test", data)
     out = tmp_path / "export"
-    export(MODEL_DIR, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
+    # int4: MatMulNBits and GatherBlockQuantized (com.microsoft ops, opset 21) through the app's own runner
+    export(MODEL_DIR, out, ExportOptions(backends=(Backend.ONNX,), quant=Quant(quant), measure_memory=False))
     java_out = tmp_path / "java.tsv"
     proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(out), str(data),
                            str(java_out)], capture_output=True, text=True, timeout=1800)
@@ -84,6 +86,6 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path):
     assert worst <= 1e-5, worst
     pinned = _python_ort(None, out / "model.onnx", feeds, tmp_path / "pinned.json")
     q = np.array(pinned["probabilities"])
-    print(f"\nJVM OrtRunner (onnxruntime {version}) vs Python onnxruntime {version} on {n} reviews: labels "
+    print(f"\n{quant}: JVM OrtRunner (onnxruntime {version}) vs Python onnxruntime {version} on {n} reviews: labels "
           f"identical, max |p diff| {worst:.1e}; vs the pinned Python onnxruntime {pinned['version']}: "
           f"{int(np.sum(java_labels != q.argmax(-1)))} labels differ, max |p diff| {float(np.max(np.abs(q - java_p))):.1e}")
