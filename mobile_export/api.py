@@ -338,6 +338,17 @@ def _int4_group_size(options: ExportOptions, loaded: LoadedModel) -> int:
     return options.int4_group_size or int4_group_size_for(int(loaded.config.hidden_size))
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt that a library wrapped in another exception."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt) or "KeyboardInterrupt" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, max_len: int, staging: Path,
                 check: _Check) -> ArtifactResult:
     """Export, then check in the runtime, one artifact."""
@@ -356,6 +367,8 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
     except MobileExportError:
         raise
     except Exception as exc:
+        if _interrupted(exc):  # Ctrl-C inside a C++ call can surface as e.g. TypeError("... KeyboardInterrupt")
+            raise KeyboardInterrupt from exc
         disk = disk_error(exc, staging.parent)
         if disk is not None:
             raise disk from exc
