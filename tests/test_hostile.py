@@ -183,3 +183,20 @@ def test_full_disk_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert code == 2 and "the disk is full" in err and len(err.strip().splitlines()) == 1, err
     assert _final_names(out) == set()
+
+
+def test_wrapped_interrupt_is_recognised():
+    """Ctrl-C inside a C++ call can reach Python as another exception naming KeyboardInterrupt; that is an
+    interrupt (exit 130). Any other failure is not."""
+    from mobile_export.api import _interrupted
+
+    assert _interrupted(TypeError('empty_strided(): argument \'stride\' failed ... "KeyboardInterrupt: "'))
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as inner:
+            raise RuntimeError("lowering failed") from inner
+    except RuntimeError as outer:
+        assert _interrupted(outer)
+    assert not _interrupted(TypeError("empty_strided(): argument 'stride' must be tuple of ints"))
+    assert not _interrupted(RuntimeError("out of memory"))
