@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL, int4_blockwise
+from quantize.schemes import scheme_name
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
@@ -437,18 +437,9 @@ def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list)
                                 f"{want}: it is an export of a different model; pass the checkpoint it was exported from")
 
 
-def scheme_name(quant: Quant, stats: dict) -> str:
-    """The quantization scheme an artifact was written with, as reports name it."""
-    if quant is Quant.INT8:
-        return INT8_DYNAMIC_PER_CHANNEL.name
-    if quant is Quant.INT4:
-        return int4_blockwise((stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE).name
-    return "fp32"
-
-
 def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
-            "scheme": scheme_name(r.quant, r.stats),
+            "scheme": scheme_name(r.quant.value, (r.stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE),
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
             "parity": r.parity.to_dict(),
             "plot": r.plot.to_dict() if r.plot else {}}

@@ -231,19 +231,20 @@ def _cmd_size(args) -> int:
 
 
 def _cmd_list(args) -> int:
+    from quantize.schemes import scheme_name
+
     from . import backends
     from .config import DEFAULT_INT4_GROUP_SIZE, Quant
     from .tasks import supported_tasks
 
     print("tasks:      " + ", ".join(supported_tasks()))
-    from quantize.schemes import INT8_DYNAMIC_PER_CHANNEL, int4_blockwise
-
-    schemes = {Quant.INT8: INT8_DYNAMIC_PER_CHANNEL.name, Quant.FP32: "fp32",
-               Quant.INT4: int4_blockwise(DEFAULT_INT4_GROUP_SIZE).name + " (group size per model, --group-size)"}
     for backend, quant in backends.combinations():
         info = backends.get_info(backend)
+        scheme = scheme_name(quant.value, DEFAULT_INT4_GROUP_SIZE)
+        if quant is Quant.INT4:
+            scheme += " (group size per model, --group-size)"
         print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
-              f"scheme {schemes[quant]}")
+              f"scheme {scheme}")
     return int(ExitCode.OK)
 
 

@@ -79,7 +79,8 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
-        if quant == "int4" and p.dim() == 2 and "position" not in name and "token_type" not in name:
+        matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
+        if quant == "int4" and matrix:
             g = group_size or DEFAULT_INT4_GROUP_SIZE
             rows, width = (p.shape[0], p.shape[1])  # Linear [out, in]; lookup table [vocab, width]
             blocks = -(-width // g)
@@ -89,8 +90,7 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
             if "word_embeddings" not in name:  # --int4-kernel int8: per-column scales and zeros beside the multiples
                 slots += [(group, rows * 4), (group, rows)]
             continue
-        quantized = quant == "int8" and p.dim() == 2 and (
-            "word_embeddings" not in name or int8_embeddings) and "position" not in name and "token_type" not in name
+        quantized = quant == "int8" and matrix and ("word_embeddings" not in name or int8_embeddings)
         if quantized:
             rows = p.shape[0]
             slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points

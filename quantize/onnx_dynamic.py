@@ -111,6 +111,29 @@ def graphs(graph, outer: frozenset = frozenset()):
                 yield from graphs(sub, constants)
 
 
+def unique_namer(taken: set[str]):
+    """``fresh(name)``: ``name``, or it with underscores appended until no name in ``taken`` (which it grows) has it."""
+
+    def fresh(name: str) -> str:
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    return fresh
+
+
+def drop_unread_initializers(model) -> None:
+    """Remove, from every graph, the initializers that no node of any graph reads (nor a graph output)."""
+    read = {n for graph, _ in graphs(model.graph) for node in graph.node for n in node.input}
+    read |= {o.name for graph, _ in graphs(model.graph) for o in graph.output}
+    for graph, _ in graphs(model.graph):
+        kept = [i for i in graph.initializer if i.name in read]
+        if len(kept) != len(graph.initializer):
+            del graph.initializer[:]
+            graph.initializer.extend(kept)
+
+
 def count_matmuls(model) -> tuple[int, int]:
     """(MatMul/Gemm with a constant second input, MatMul/Gemm on two activations), subgraphs included."""
     weight = act = 0
@@ -200,14 +223,8 @@ def share_transposed_tables(model) -> int:
 
     lookups = [n for n in graph.node if n.op_type == "Gather" and n.input[0] in inits]
     tables = {n.input[0]: n.input[1] for n in lookups if len(inits[n.input[0]].dims) == 2}
-    taken = set(inits) | {o for n in graph.node for o in n.output}
+    fresh = unique_namer(set(inits) | {o for n in graph.node for o in n.output})
     added, rename, saved = [], {}, 0
-
-    def fresh(name: str) -> str:
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
 
     for node in list(graph.node):
         if node.op_type not in ("MatMul", "MatMulInteger") or len(node.input) < 2 or node.input[1] not in inits:

@@ -17,9 +17,11 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from .onnx_dynamic import OnnxQuantStats, count_ops, graphs, prepare_file
+from .onnx_dynamic import OnnxQuantStats, count_ops, drop_unread_initializers, graphs, prepare_file, unique_namer
 
 WORD_EMBEDDINGS = "word_embeddings"
+INT4_KERNELS = ("nbits", "int8")  # how ONNX Runtime computes with the 4-bit weights (--int4-kernel)
+MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
 
 
 def gemm_to_matmul(model) -> int:
@@ -35,7 +37,7 @@ def gemm_to_matmul(model) -> int:
     rewritten = 0
     for graph, _ in graphs(model.graph):
         inits = {i.name: i for i in graph.initializer}
-        nodes = []
+        nodes, before = [], rewritten
         for node in graph.node:
             attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
             if (node.op_type != "Gemm" or node.input[1] not in inits or attrs.get("transA", 0)
@@ -53,14 +55,11 @@ def gemm_to_matmul(model) -> int:
             if bias:
                 nodes.append(helper.make_node("Add", [product, bias], [node.output[0]], name=f"{node.name}.bias"))
             rewritten += 1
-        if rewritten:
-            used = {n for node in nodes for n in node.input}
-            used |= {n for sub, _ in graphs(model.graph) for node in sub.node for n in node.input}
-            kept = [i for i in graph.initializer if i.name in used]
-            del graph.initializer[:]
-            graph.initializer.extend(kept)
+        if rewritten != before:
             del graph.node[:]
             graph.node.extend(nodes)
+    if rewritten:
+        drop_unread_initializers(model)  # the Gemms' own [out, in] weights
     return rewritten
 
 
@@ -107,19 +106,6 @@ def int4_codes(weight, group_size: int):
     return codes.reshape(groups * group_size, n), multiple.reshape(groups, 1, n), column
 
 
-MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
-
-
-def _pack_int4(codes) -> bytes:
-    """ONNX's INT4 layout: two values a byte, the first in the low nibble."""
-    import numpy as np
-
-    flat = codes.reshape(-1).astype(np.int8)
-    if flat.size % 2:
-        flat = np.append(flat, np.int8(0))
-    return ((flat[0::2] & 0x0F) | ((flat[1::2] & 0x0F) << 4)).astype(np.uint8).tobytes()
-
-
 def widen_matmuls(model, group_size: int) -> int:
     """Store every MatMul weight in 4 bits and compute it in int8 (``--int4-kernel int8``), in place.
 
@@ -134,19 +120,13 @@ def widen_matmuls(model, group_size: int) -> int:
     Returns:
         How many MatMuls were rewritten.
     """
+    import ml_dtypes
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
     main = model.graph
-    taken = {i.name for g, _ in graphs(main) for i in g.initializer}
-    taken |= {o for g, _ in graphs(main) for node in g.node for o in node.output}
-
-    def fresh(name: str) -> str:
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
-
+    fresh = unique_namer({i.name for g, _ in graphs(main) for i in g.initializer}
+                         | {o for g, _ in graphs(main) for node in g.node for o in node.output})
     widening, rewritten = [], 0
     everywhere = {i.name: i for g, _ in graphs(main) for i in g.initializer}
     # Subgraphs first: rewriting a graph's node list copies its nodes, and a Loop node copied before its
@@ -164,7 +144,7 @@ def widen_matmuls(model, group_size: int) -> int:
             base = weight.name
             names = {k: fresh(f"{base}.{k}") for k in ("codes4", "multiple", "col_scale", "zero", "grouped", "rows",
                                                        "w8", "f", "g", "m", "flat", "cut", "starts", "ends")}
-            q4 = helper.make_tensor(names["codes4"], TensorProto.INT4, list(codes.shape), _pack_int4(codes), raw=True)
+            q4 = numpy_helper.from_array(codes.astype(ml_dtypes.int4), names["codes4"])  # packed two a byte
             main.initializer.extend([
                 q4, numpy_helper.from_array(multiple, names["multiple"]),
                 numpy_helper.from_array(column, names["col_scale"]),
@@ -196,18 +176,11 @@ def widen_matmuls(model, group_size: int) -> int:
             rewritten += 1
         del graph.node[:]
         graph.node.extend(nodes)
-    used = {n for g, _ in graphs(main) for node in g.node for n in node.input} | {n for node in widening for n in node.input}
-    for graph, _ in graphs(main):
-        kept = [i for i in graph.initializer if i.name in used]
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
     nodes = widening + list(main.node)
     del main.node[:]
     main.node.extend(nodes)
+    drop_unread_initializers(model)  # the fp32 weights now widened from their 4-bit codes
     return rewritten
-
-
-INT4_KERNELS = ("nbits", "int8")  # how ONNX Runtime computes with the 4-bit weights (config.INT4_KERNELS)
 
 
 def quantize_file_int4(src: Path, dst: Path, group_size: int, kernel: str = "nbits") -> tuple[OnnxQuantStats, dict]:

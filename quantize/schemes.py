@@ -24,6 +24,15 @@ INT8_DYNAMIC_PER_CHANNEL = Scheme(
 )
 
 
+def scheme_name(quant: str, group_size: int | None) -> str:
+    """The name reports give the scheme of a ``--quant`` value (int4: with its group size)."""
+    if quant == "int8":
+        return INT8_DYNAMIC_PER_CHANNEL.name
+    if quant == "int4":
+        return int4_blockwise(group_size).name
+    return quant
+
+
 def int4_blockwise(group_size: int) -> Scheme:
     """int8 dynamic activations with symmetric 4-bit weights, one scale per ``group_size`` inputs."""
     return Scheme(

@@ -119,9 +119,9 @@ def _hoist_loop_weights(model) -> None:
         del body.initializer[:]
 
 
-def _externalize(path: Path) -> int:
+def _externalize(path: Path) -> tuple[int, int]:
     """Lay the model out for loading (``_hoist_loop_weights``, ``share_transposed_tables``: returns the
-    bytes the latter saved), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more
+    bytes the latter saved, and the model's opset), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more
     into ``path`` + ``.data``, page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
     copy of each (albert-base int8: ~10 MiB less RAM)."""
     import onnx
@@ -149,7 +149,7 @@ def _externalize(path: Path) -> int:
                     t.data_location = onnx.TensorProto.EXTERNAL
     os.replace(tmp, path.with_name(data_name))
     onnx.save(model, str(path))
-    return shared
+    return shared, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
 
 
 def files(path: Path) -> list[Path]:
@@ -196,16 +196,14 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
                 q, int4 = quantize_file_int4(fp32_path, dest, group, int4_kernel)
         else:
             q = prepare_file(fp32_path, dest)
-        stats = {**({"int4": int4} if int4 else {}),"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
+        stats = {"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
                  "activation_matmuls": q.activation_matmuls, "deduplicated": q.deduplicated_initializers,
-                 "layer_loop": loop}
+                 "layer_loop": loop, **({"int4": int4} if int4 else {})}
     finally:
         if fp32_path.exists():
             os.unlink(fp32_path)
-    stats["shared_table_bytes"] = _externalize(dest)
+    stats["shared_table_bytes"], stats["opset"] = _externalize(dest)
     onnx.checker.check_model(str(dest), full_check=True)
-    stats["opset"] = next((o.version for o in onnx.load(str(dest), load_external_data=False).opset_import
-                           if o.domain in ("", "ai.onnx")), OPSET)
     return stats
 
 
