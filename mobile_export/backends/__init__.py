@@ -2,7 +2,7 @@
 
 Each backend module provides::
 
-    export(wrapper, example, dynamic_shapes, quant, dest, progress[, group_size]) -> dict  # stats for the report
+    export(wrapper, example, dynamic_shapes, quant, dest, progress[, group_size, int4_kernel]) -> dict  # stats
     Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
     files(path) -> [path, ...]                                                # the artifact and its data files
     blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
