@@ -56,9 +56,10 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--group-size", type=int,
                     help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
                          f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
-                         f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger)")
+                         f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger; the .pte takes multiples "
+                         "of 32)")
     ex.add_argument("--int4-kernel", choices=list(INT4_KERNELS), default=INT4_KERNELS[0],
-                    help="with int4, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
+                    help="with int4 in the .onnx, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
                          "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
                          "and RAM, a little less accurate)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")

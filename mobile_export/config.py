@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from quantize.onnx_nbits import INT4_KERNELS
+from quantize.schemes import XNNPACK_GROUP_MULTIPLE
 
 from .errors import BadInputError
 
@@ -26,7 +27,7 @@ class Quant(str, Enum):
 
     INT8 = "int8"  # dynamic int8 activations, symmetric per-channel int8 weights
     FP32 = "fp32"
-    INT4 = "int4"  # dynamic int8 activations, symmetric group-wise 4-bit weights (.onnx only for now)
+    INT4 = "int4"  # dynamic int8 activations, symmetric group-wise 4-bit weights (.pte and .onnx)
 
     def __str__(self) -> str:
         return self.value
@@ -46,7 +47,8 @@ MIN_BUCKET_EXAMPLES = 3
 INT4_MIN_SQNR_DB = 15.0
 
 # int4 weights are quantized in groups of this many input values (one scale per group); a width that
-# is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that).
+# is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that; the .pte
+# export widens the Linear, quantize.xnnpack_int4.PaddedLinear). XNNPACK takes multiples of 32 only.
 INT4_GROUP_SIZES = (16, 32, 64, 128, 256)
 DEFAULT_INT4_GROUP_SIZE = 32
 WIDE_INT4_GROUP_SIZE = 64
@@ -168,6 +170,12 @@ class ExportOptions:
         if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:
             raise BadInputError(f"--group-size {self.int4_group_size} is not supported; choose one of "
                                 f"{', '.join(map(str, INT4_GROUP_SIZES))}")
+        if (self.quant is Quant.INT4 and Backend.EXECUTORCH in self.backends and self.int4_group_size is not None
+                and self.int4_group_size % XNNPACK_GROUP_MULTIPLE):
+            raise BadInputError(f"--group-size {self.int4_group_size}: XNNPACK (.pte) takes groups of a multiple of "
+                                f"{XNNPACK_GROUP_MULTIPLE}; pass --group-size "
+                                f"{', '.join(str(g) for g in INT4_GROUP_SIZES if g % XNNPACK_GROUP_MULTIPLE == 0)}, "
+                                "or --backend onnx alone")
         if not self.backends:
             raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
         if len(set(self.backends)) != len(self.backends):

@@ -14,6 +14,8 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from quantize.xnnpack_int4 import table_group_size
+
 from .config import DEFAULT_INT4_GROUP_SIZE
 
 GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
@@ -87,8 +89,10 @@ def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = No
             # packed 4-bit codes (a MatMul's padded to whole groups, a lookup table's not), one fp32 scale a group
             codes = (rows * width + 1) // 2 if "word_embeddings" in name else rows * blocks * g // 2
             slots += [(group, codes), (group, rows * blocks * 4)]
-            if "word_embeddings" not in name:  # --int4-kernel int8: per-column scales and zeros beside the multiples
-                slots += [(group, rows * 4), (group, rows)]
+            if "word_embeddings" in name:  # the .pte's table: groups that tile the row
+                slots.append((group, rows * (width // table_group_size(width, g)) * 4))
+            else:  # .pte: XNNPACK keeps group scales in bf16; --int4-kernel int8: per-column scales and zeros
+                slots += [(group, rows * blocks * 2), (group, rows * 4), (group, rows)]
             continue
         quantized = quant == "int8" and matrix and ("word_embeddings" not in name or int8_embeddings)
         if quantized:

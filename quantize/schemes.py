@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+XNNPACK_GROUP_MULTIPLE = 32  # XNNPACK's blockwise 4-bit operators take groups of a multiple of 32 inputs
+
 
 @dataclass(frozen=True)
 class Scheme:

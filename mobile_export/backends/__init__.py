@@ -45,7 +45,7 @@ class BackendInfo:
 BACKENDS: dict[Backend, BackendInfo] = {
     Backend.EXECUTORCH: BackendInfo(
         backend=Backend.EXECUTORCH, file_name="model.pte", module="mobile_export.backends.executorch",
-        runtime="ExecuTorch runtime, XNNPACK delegate", runtime_module="executorch.runtime", quants=frozenset({Quant.INT8, Quant.FP32}),
+        runtime="ExecuTorch runtime, XNNPACK delegate", runtime_module="executorch.runtime", quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=False,
         notes="batch fixed at 1 (ExecuTorch plans memory for the upper bound of every dynamic dim); "
               "sequence length dynamic from 2 to the max length",

@@ -118,7 +118,7 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
     for module in list(wrapper.modules()):
         for name, child in list(module.named_children()):
             if type(child) is NewGELUActivation:
-                setattr(module, name, torch.nn.GELU() if quant is Quant.INT8 else SigmoidGelu())
+                setattr(module, name, SigmoidGelu() if quant is Quant.FP32 else torch.nn.GELU())
                 counts["gelu"] += 1
         if type(module) is torch.nn.LayerNorm and len(module.normalized_shape) == 1:
             module.__class__ = XnnpackLayerNorm
@@ -217,8 +217,12 @@ def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.M
 
 
 def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress) -> dict:
-    """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats."""
+           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str | None = None) -> dict:
+    """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
+
+    int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
+    (``quantize.xnnpack_int4``), applied before torch.export.
+    ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import (
         get_xnnpack_edge_compile_config,
@@ -227,6 +231,13 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     from executorch.exir import to_edge_transform_and_lower
 
     methods, schedule, rewritten = stages(wrapper, quant)
+    int4 = None
+    if quant is Quant.INT4:
+        from quantize.xnnpack_int4 import quantize_int4
+
+        with progress.step(f"executorch: int4 weights (groups of {group_size}, torchao 8da4w)"):
+            int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
+            int4["group_size"] = group_size
     seq = dynamic_shapes["input_ids"][1]
     examples = {EMBED_METHOD: example}
     with torch.no_grad():
@@ -264,7 +275,7 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
         outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
     return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
-            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}), "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
 SEGMENT_ALIGNMENT = 128  # ExecuTorch's default start alignment of a data segment
@@ -405,6 +416,7 @@ OUTSIDE_DELEGATE_ALLOWED = frozenset({
     "aten::slice_copy", "aten::select_copy", "aten::expand_copy", "aten::permute_copy", "aten::clone",
     "dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order", "aten::_to_copy",
     "executorch_prim::et_view", "aten::split_with_sizes_copy", "aten::split_copy", "aten::unbind_copy",
+    "quantized_decomposed::embedding_4bit",  # the 4-bit word table's lookup (int4)
 })
 
 
@@ -501,16 +513,63 @@ def _probe_child(path: str) -> None:
         sys.exit(3)
 
 
+INT4_WEIGHT_TYPES = ("xnn_datatype_qbint4", "xnn_datatype_qcint4")  # XNNPACK's 4-bit weights (per group / channel)
+INT4_TABLE_OP = "quantized_decomposed::embedding_4bit"
+
+
+def _groups(path: Path) -> list[int]:
+    """Group sizes of the XNNPACK 4-bit weights in a .pte."""
+    found: list[int] = []
+    for graph in _graphs(path):
+        for value in graph.get("xvalues", []):
+            union = value.get("xvalue_union", {})
+            if union.get("tensor_value", {}).get("datatype") == "xnn_datatype_qbint4":
+                found.append(int(union.get("quant_params", {}).get("group_size", 0)))
+    return found
+
+
 def int4_group_size(path: Path) -> int | None:
-    """No 4-bit .pte is written yet."""
-    return None
+    """Inputs per scale of the 4-bit weights (the smallest, if several), read from the XNNPACK graphs."""
+    found = [g for g in _groups(path) if g]
+    return min(found) if found else None
 
 
 def stored_quant(path: Path) -> Quant:
-    """int8 when the XNNPACK delegate holds int8 weights (their per-channel scales are named ``scale_*``)."""
+    """int4 when XNNPACK holds 4-bit weights or the program looks a 4-bit table up; int8 when the XNNPACK
+    weights have per-channel scales (named ``scale_*``); fp32 otherwise."""
     pte = _read(path)
     keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
-    return Quant.INT8 if any(k.startswith("scale_") for k in keys) else Quant.FP32
+    if any(op.name == INT4_TABLE_OP for plan in pte.program.execution_plan for op in plan.operators):
+        return Quant.INT4
+    if not any(k.startswith("scale_") for k in keys):
+        return Quant.FP32
+    types: list = []
+    for graph in _graphs(path):
+        _walk_strings(graph, types, "datatype")
+    return Quant.INT4 if set(types) & set(INT4_WEIGHT_TYPES) else Quant.INT8
+
+
+def _walk_strings(value, found: list, key: str) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == key and isinstance(v, str):
+                found.append(v)
+            _walk_strings(v, found, key)
+    elif isinstance(value, list):
+        for v in value:
+            _walk_strings(v, found, key)
+
+
+def _graphs(path: Path) -> list[dict]:
+    """Every XNNPACK delegate graph of the .pte, decoded (cached like ``_read``)."""
+    st = Path(path).stat()
+    return _graphs_cached(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _graphs_cached(path: str, size: int, mtime_ns: int) -> list[dict]:
+    pte = _read_cached(path, size, mtime_ns)
+    return [_xnnpack_graph(bytes(d.data)) for d in pte.program.backend_delegate_data]
 
 
 def _xnnpack_graph(blob: bytes) -> dict:
@@ -553,15 +612,15 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     XNNPACK packs a weight for every operator that reads it, when that operator's method loads. Read
     from the artifact: every XNNPACK graph's operators and the stored weight (named data) behind each
     constant they read. A weight read by N operators is packed N times: the unrolled-layer program
-    packs ALBERT's shared layer once per layer.
+    packs ALBERT's shared layer once per layer. Biases are not counted: equal biases (all-zero ones of
+    a freshly initialised model) are one stored blob read by unrelated operators, a few bytes each.
     """
     pte = _read(path)
     if pte.named_data is None:
         return True, "shared in RAM: no XNNPACK weights stored by name"
     sizes = {key: len(pte.named_data.buffers[entry.buffer_index]) for key, entry in pte.named_data.pte_data.items()}
     readers: dict[str, int] = {}
-    for delegate in pte.program.backend_delegate_data:
-        graph = _xnnpack_graph(bytes(delegate.data))
+    for graph in _graphs(path):
         keys = [c.get("named_key", "") for c in graph.get("constant_data", [])]
         tensor_key: dict[int, str] = {}
         for value in graph.get("xvalues", []):
@@ -574,7 +633,7 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
             refs: list = []
             _walk(node.get("xnode_union", {}), refs, "_id")
             for name, ref in refs:
-                if name != "output_id" and ref in tensor_key:
+                if name not in ("output_id", "bias_id") and ref in tensor_key:
                     readers[tensor_key[ref]] = readers.get(tensor_key[ref], 0) + 1
     stored = sum(sizes.values())
     packed = sum(sizes.get(k, 0) * (n - 1) for k, n in readers.items() if n > 1)
@@ -628,6 +687,7 @@ class Runner:
     def _load(self, path: Path, threads: int | None, verification: str) -> None:
         from executorch.runtime import Runtime, Verification
 
+        import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
         if threads:
             from executorch.extension.pybindings import portable_lib
 
