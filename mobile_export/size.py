@@ -14,9 +14,9 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from quantize.xnnpack_int4 import table_group_size
+from quantize.schemes import table_group_size
 
-from .config import DEFAULT_INT4_GROUP_SIZE
+from .config import DEFAULT_INT4_GROUP_SIZE, Backend
 
 GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
           "pooler", "task head")
@@ -76,23 +76,31 @@ def tied_embeddings(model) -> bool:
     return bool(out is not None and out.weight is model.get_input_embeddings().weight)
 
 
-def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = None) -> list[tuple[str, int]]:
+def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bool) -> list[int]:
+    """Byte sizes of the blobs a [rows, width] matrix becomes at 4 bits: packed codes (a Linear's padded to
+    whole groups, a lookup table's not) and its scales (fp32 per group; XNNPACK's Linears bf16)."""
+    blocks = -(-width // group_size)
+    if table and xnnpack:  # embedding_4bit: groups that tile the row
+        return [(rows * width + 1) // 2, rows * (width // table_group_size(width, group_size)) * 4]
+    if table:
+        return [(rows * width + 1) // 2, rows * blocks * 4]
+    codes = rows * blocks * group_size // 2
+    if xnnpack:
+        return [codes, rows * blocks * 2]
+    return [codes, rows * blocks * 4, rows * 4, rows]  # + --int4-kernel int8's per-column scales and zeros
+
+
+def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = None,
+           xnnpack: bool = False) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each."""
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
         matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
         if quant == "int4" and matrix:
-            g = group_size or DEFAULT_INT4_GROUP_SIZE
-            rows, width = (p.shape[0], p.shape[1])  # Linear [out, in]; lookup table [vocab, width]
-            blocks = -(-width // g)
-            # packed 4-bit codes (a MatMul's padded to whole groups, a lookup table's not), one fp32 scale a group
-            codes = (rows * width + 1) // 2 if "word_embeddings" in name else rows * blocks * g // 2
-            slots += [(group, codes), (group, rows * blocks * 4)]
-            if "word_embeddings" in name:  # the .pte's table: groups that tile the row
-                slots.append((group, rows * (width // table_group_size(width, g)) * 4))
-            else:  # .pte: XNNPACK keeps group scales in bf16; --int4-kernel int8: per-column scales and zeros
-                slots += [(group, rows * blocks * 2), (group, rows * 4), (group, rows)]
+            sizes = _int4_sizes(p.shape[0], p.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE,
+                                "word_embeddings" in name, xnnpack)  # Linear [out, in]; table [vocab, width]
+            slots += [(group, s) for s in sizes]
             continue
         quantized = quant == "int8" and matrix and ("word_embeddings" not in name or int8_embeddings)
         if quantized:
@@ -130,7 +138,15 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         return out
     free: dict[int, list[str]] = defaultdict(list)
     model, config = _meta_model(model_info)
-    slots = _slots(model, quant, int8_embeddings, group_size)
+    xnnpack = backends.for_path(path) is Backend.EXECUTORCH
+    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack)
+    tied = tied_embeddings(model)
+    # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
+    decoder = set()
+    if tied and quant == "int4":
+        table = model.get_input_embeddings().weight
+        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, False,
+                                  xnnpack))
     for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
@@ -142,7 +158,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         if free.get(len(b)):
             groups[free[len(b)].pop(0)] += len(b)
             continue
-        taken = [g for g, s in slots if s == len(b)]
+        taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
         if taken:
             groups[taken[0]] += len(b)
             extra[taken[0]] += len(b)
@@ -150,7 +166,6 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
             unmatched += len(b)
     counts = parameter_counts(model, config)
     layer_bytes = groups["shared encoder layer"]
-    tied = tied_embeddings(model)
     # Shared weights stored once: no blob beyond one copy of each layer parameter, and (tied word
     # embeddings) no second copy of the table: the decoder's weight is no slot of its own then, so
     # a decoder stored apart is an extra copy of the word embeddings.

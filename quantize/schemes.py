@@ -44,3 +44,11 @@ def int4_blockwise(group_size: int) -> Scheme:
                     f"{group_size} values of each row)",
         weight_symmetric=True, per_channel=True, weight_bits=4, group_size=group_size,
     )
+
+
+def table_group_size(width: int, group_size: int) -> int:
+    """Values per scale in the 4-bit table: ``group_size``, or the largest even divisor of ``width``
+    below it for a narrower table (the kernel needs groups that tile each row)."""
+    if width % group_size == 0:
+        return group_size
+    return max(d for d in range(2, min(group_size, width) + 1, 2) if width % d == 0)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .schemes import XNNPACK_GROUP_MULTIPLE
+from .schemes import XNNPACK_GROUP_MULTIPLE, table_group_size
 
 INT4_MIN, INT4_MAX = -8, 7
 ZERO_GROUP_SCALE = 2.0 ** -12
@@ -34,22 +34,43 @@ def register_quantized_kernels() -> None:
     import executorch.kernels.quantized  # noqa: F401  (the runtime's kernels, and the export-side ops)
 
 
-def table_group_size(width: int, group_size: int) -> int:
-    """Values per scale in the 4-bit table: ``group_size``, or the largest even divisor of ``width``
-    below it for a narrower table (the kernel needs groups that tile each row)."""
-    if width % group_size == 0:
-        return group_size
-    return max(d for d in range(2, min(group_size, width) + 1, 2) if width % d == 0)
+# Scales tried per group, as fractions of the no-clipping scale: the one with the least squared error wins
+# (a smaller scale clips the group's extreme values but rounds the rest finer).
+SCALE_FRACTIONS = tuple(0.70 + 0.01 * i for i in range(31))
 
 
 def int4_groups(weight: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Symmetric 4-bit codes (int8 tensor of -8..7) and fp32 scales, one per ``group_size`` values of a row."""
+    """Symmetric 4-bit codes (int8 tensor of -8..7) and fp32 scales, one per ``group_size`` values of a row.
+
+    Each group's scale is the one of ``SCALE_FRACTIONS`` x ``max(-min / 8, max / 7)`` (the smallest scale
+    that clips nothing) with the least squared error. Every chosen scale puts the group's extreme value on
+    code -8 or 7, so torchao's ``SYMMETRIC_NO_CLIPPING_ERR`` mapping, given ``codes x scales``, finds
+    these very scales and codes again (``quantize_int4`` relies on that). On the test models this gains
+    1-2.5 dB SQNR over the no-clipping scale (about what ONNX Runtime's own rounding reaches).
+    """
     w = weight.detach().to(torch.float32)
     rows, width = w.shape
     grouped = w.reshape(rows, width // group_size, group_size)
-    scales = torch.clamp(grouped.abs().amax(dim=2) / INT4_MAX, min=ZERO_GROUP_SCALE)
-    codes = torch.clamp(torch.round(grouped / scales[..., None]), INT4_MIN, INT4_MAX).to(torch.int8)
-    return codes.reshape(rows, width), scales.contiguous()
+    widest = torch.maximum(-grouped.amin(dim=2) / -INT4_MIN, grouped.amax(dim=2) / INT4_MAX)
+    widest = torch.clamp(widest, min=ZERO_GROUP_SCALE)[..., None]
+    scales, best = widest, None
+    for fraction in SCALE_FRACTIONS:
+        trial = widest * fraction
+        err = ((torch.clamp(torch.round(grouped / trial), INT4_MIN, INT4_MAX) * trial - grouped) ** 2).sum(2, keepdim=True)
+        if best is None:
+            best, scales = err, trial
+        else:
+            better = err < best
+            best, scales = torch.where(better, err, best), torch.where(better, trial, scales)
+    codes = torch.clamp(torch.round(grouped / scales), INT4_MIN, INT4_MAX).to(torch.int8)
+    return codes.reshape(rows, width), scales[..., 0].contiguous()
+
+
+def on_int4_grid(weight: torch.Tensor, group_size: int) -> torch.Tensor:
+    """``weight`` rounded to its 4-bit codes x group scales (``int4_groups``), as fp32."""
+    codes, scales = int4_groups(weight, group_size)
+    rows, width = codes.shape
+    return (codes.to(torch.float32).reshape(rows, -1, group_size) * scales[..., None]).reshape(rows, width)
 
 
 class Int4Embedding(torch.nn.Module):
@@ -58,6 +79,7 @@ class Int4Embedding(torch.nn.Module):
 
     def __init__(self, weight: torch.Tensor, group_size: int) -> None:
         super().__init__()
+        register_quantized_kernels()
         self.num_embeddings, self.embedding_dim = weight.shape
         if self.embedding_dim % 2:
             raise ValueError(f"a 4-bit table needs an even width, not {self.embedding_dim}")
@@ -100,6 +122,7 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
     if group_size % XNNPACK_GROUP_MULTIPLE:
         raise ValueError(f"XNNPACK takes 4-bit groups of a multiple of {XNNPACK_GROUP_MULTIPLE} inputs, not {group_size}")
     from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerGroup, quantize_
+    from torchao.quantization.quant_primitives import MappingType
 
     register_quantized_kernels()
     padded: dict[str, int] = {}
@@ -120,9 +143,14 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 setattr(child, name, table)
                 replaced.append(f"{path}.{name}" if path else name)
                 table_groups.add(table.group_size)
-    linears = sum(1 for m in module.modules() if type(m) is torch.nn.Linear)
+    linears = [m for m in module.modules() if type(m) is torch.nn.Linear]
+    with torch.no_grad():  # least-error scales; torchao's mapping below then reproduces them exactly
+        for linear in linears:
+            linear.weight.copy_(on_int4_grid(linear.weight, group_size))
+    # no clipping: the weights are on their grid already, whose extreme codes are -8 or 7
     quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
-                                                             weight_granularity=PerGroup(group_size)),
+                                                             weight_granularity=PerGroup(group_size),
+                                                             weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR),
               filter_fn=lambda m, fqn: type(m) is torch.nn.Linear)
-    return {"linears": linears, "padded_input_widths": padded, "tables": replaced,
+    return {"linears": len(linears), "padded_input_widths": padded, "tables": replaced,
             "table_group_size": min(table_groups) if table_groups else None}

@@ -73,9 +73,10 @@ def test_int4_roundtrip_every_task(tiny_checkpoint, tmp_path, task, kernel):
     if task == "fill-mask":  # the tied decoder is a MatMulNBits of its own at 4 bits (not shared yet), and said so
         assert "NOT preserved (tied embeddings stored twice" in size["sharing_verdict"], size["sharing_verdict"]
         assert set(size["extra_copies_bytes"]) == {"word embeddings"}
-        # its codes are padded to whole groups (the 16-wide table is not): that blob matches no parameter
-        vocab = result.report["model"]["config"]["vocab_size"]  # (+ its zero points with --int4-kernel int8)
-        assert vocab * 32 // 2 <= size["other_constants_bytes"] <= vocab * 32 // 2 + vocab
+        # the extra copy is the decoder's codes (padded to whole groups: the 16-wide table is not) and scales
+        vocab = result.report["model"]["config"]["vocab_size"]
+        assert size["extra_copies_bytes"]["word embeddings"] >= vocab * 32 // 2 + vocab * 4
+        assert size["other_constants_bytes"] <= (vocab if kernel == "int8" else 0)  # its zero points, int8 kernel
     else:
         assert size["sharing_preserved"], size["sharing_verdict"]
         assert size["other_constants_bytes"] == 0
@@ -141,11 +142,169 @@ def test_int4_gate_refuses_a_drifting_artifact(demo_int4, tmp_path, capsys):
 
 def test_int4_choices_a_user_can_get_wrong(tiny_checkpoint, tmp_path, capsys):
     ckpt = str(tiny_checkpoint())
-    code = main(["export", ckpt, "--out", str(tmp_path / "a"), "--quant", "int4", "--backend", "executorch", "--quiet"])
+    code = main(["export", ckpt, "--out", str(tmp_path / "a"), "--quant", "int4", "--backend", "ort", "--quiet"])
     err = capsys.readouterr().err
-    assert code == 2 and "does not offer --quant int4" in err and "--backend onnx" in err, err
+    assert code == 2 and "does not offer --quant int4" in err and "--backend executorch / onnx" in err, err
+    code = main(["export", ckpt, "--out", str(tmp_path / "a"), "--quant", "int4", "--group-size", "16", "--quiet"])
+    err = capsys.readouterr().err  # XNNPACK takes groups of 32k only; the .onnx alone may use 16
+    assert code == 2 and "--group-size 16" in err and "multiple of 32" in err and "--backend onnx" in err, err
     code = main(["export", ckpt, "--out", str(tmp_path / "b"), "--quant", "int4", "--backend", "onnx",
                  "--group-size", "48", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "--group-size 48" in err, err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b" / "model.onnx").exists()
+
+
+# ---------------------------------------------------------------------------------------------- .pte
+
+
+def test_int4_table_packs_as_the_kernel_unpacks():
+    """Int4Embedding's packing is what ExecuTorch's embedding_4bit reads: the lookup (the op's reference
+    implementation) gives back codes x group scales, and each value the grid does not clip is within half
+    a step of the table."""
+    import torch
+
+    from quantize.xnnpack_int4 import Int4Embedding, int4_groups
+
+    torch.manual_seed(0)
+    table = torch.randn(50, 96) * 0.05
+    table[3] = 0.0  # an all-zero row keeps codes 0
+    lookup = Int4Embedding(table, 32)
+    ids = torch.tensor([[0, 3, 7, 49, 7]])
+    got = lookup(ids)[0]
+    codes, scales = int4_groups(table, 32)
+    want = (codes.float().reshape(50, 3, 32) * scales[..., None]).reshape(50, 96)[ids[0]]
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    steps = scales.repeat_interleave(32, dim=1)[ids[0]]
+    inside = (table[ids[0]] / steps >= -8) & (table[ids[0]] / steps <= 7)  # values the grid does not clip
+    assert torch.all((got - table[ids[0]]).abs()[inside] <= steps[inside] / 2 + 1e-7)
+    assert codes.min() == -8 or codes.max() == 7  # the full range is used
+    assert torch.count_nonzero(got[1]) == 0 and codes.min() >= -8 and codes.max() <= 7
+    assert lookup.weight_int4.shape == (50, 48) and lookup.weight_int4.dtype == torch.uint8
+    assert Int4Embedding(torch.randn(4, 48), 32).group_size == 24  # groups must tile a narrower row
+    with pytest.raises(ValueError, match="even width"):
+        Int4Embedding(torch.randn(4, 15), 32)
+
+
+def test_int4_pte_pads_widths_and_holds_4bit_weights(tiny_checkpoint, tmp_path):
+    """The tiny model's 16-wide embedding and 48-wide FFN output are not multiples of 32: their Linears
+    are widened with zero columns, every Linear runs as XNNPACK 4-bit, the table is looked up in 4 bits."""
+    from mobile_export.backends import executorch as et
+
+    ckpt = tiny_checkpoint("text-classification", initializer_range=0.02)
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT4,
+                                                         thresholds=TINY_LIMITS))
+    [artifact] = result.report["artifacts"]
+    path = tmp_path / "o" / "model.pte"
+    stats = artifact["stats"]["int4"]
+    assert artifact["parity"]["passed"] and artifact["scheme"] == "int4-blockwise-g32"
+    assert stats["padded_input_widths"] == {"16->32": 1, "48->64": 1}, stats
+    assert stats["tables"] == ["embed.embeddings.word_embeddings"] and stats["table_group_size"] == 16
+    # embedding projection, q/k/v/dense, FFN in and out, pooler, classifier: all 4-bit inside XNNPACK
+    assert stats["linears"] == 9 and len(et._groups(path)) == 9 and set(et._groups(path)) == {32}
+    assert et.int4_group_size(path) == 32 and detect_quant(path) is Quant.INT4
+    plans = {p.name: [o.name for o in p.operators] for p in et._read(path).program.execution_plan}
+    assert et.INT4_TABLE_OP in plans["embed"]
+    size = artifact["size"]
+    vocab = result.report["model"]["config"]["vocab_size"]
+    assert size["groups"]["word embeddings"] == vocab * 16 // 2 + vocab * 4  # codes two a byte + a scale per row
+    assert size["sharing_preserved"], size["sharing_verdict"]
+    # a freshly initialised model's biases are all zero: one blob many operators read is not a packed copy
+    assert size["memory_sharing_preserved"], size["memory_sharing_verdict"]
+
+
+@pytest.fixture(scope="module")
+def demo_int4_pte(tmp_path_factory):
+    """The demo model exported to int4 .pte by the CLI, with int4's default parity limits."""
+    import json
+
+    out = tmp_path_factory.mktemp("demo-int4-pte") / "o"
+    assert main(["export", str(DEMO), "--out", str(out), "--backend", "executorch", "--quant", "int4",
+                 "--no-memory", "--quiet"]) == 0
+    return out, json.loads((out / "report.json").read_text())
+
+
+def test_demo_int4_pte_passes_default_thresholds(demo_int4_pte):
+    """The trained demo model passes int4's own default limits in the ExecuTorch runtime too, its 312-wide
+    layers padded to 320 (XNNPACK takes groups of 32k inputs)."""
+    _, report = demo_int4_pte
+    [artifact] = report["artifacts"]
+    assert artifact["parity"]["passed"] and artifact["parity"]["sqnr_db"] > INT4_MIN_SQNR_DB + 5
+    padded = artifact["stats"]["int4"]["padded_input_widths"]
+    assert set(padded) == {"312->320"} and padded["312->320"] >= 6, padded  # q, k, v, dense, FFN in, pooler (+ head)
+
+
+def _scale_xnnpack_group_scales(path: Path, factor: float) -> int:
+    """Multiply, in place, every bf16 group scale XNNPACK's 4-bit weights read from the .pte's named data."""
+    from executorch.exir._serialize._program import _flatbuffer_to_program, _get_extended_header
+
+    from mobile_export.backends import executorch as et
+
+    data = bytearray(path.read_bytes())
+    header = _get_extended_header(bytes(data[:64]))
+    program = _flatbuffer_to_program(bytes(data[:header.program_size]))
+    keys = set()
+    for graph in et._graphs(path):
+        names = [c.get("named_key", "") for c in graph.get("constant_data", [])]
+        for value in graph.get("xvalues", []):
+            union = value.get("xvalue_union", {})
+            if union.get("tensor_value", {}).get("datatype") == "xnn_datatype_qbint4":
+                keys.add(names[union["quant_params"]["scale_buffer_idx"]])
+    for entry in program.named_data:
+        if entry.key in keys:
+            segment = program.segments[entry.segment_index]
+            start = header.segment_base_offset + segment.offset
+            bf16 = np.frombuffer(bytes(data[start:start + segment.size]), dtype=np.uint16)
+            as_float = (bf16.astype(np.uint32) << 16).view(np.float32) * np.float32(factor)
+            data[start:start + segment.size] = (as_float.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    path.write_bytes(bytes(data))
+    return len(keys)
+
+
+def test_int4_pte_gate_refuses_a_drifting_artifact(demo_int4_pte, tmp_path, capsys):
+    """The demo's int4 .pte with every XNNPACK group scale 40% too large: parity exits 3 and says by how much;
+    the untouched file passes the same command."""
+    import shutil
+
+    out, _ = demo_int4_pte
+    assert main(["parity", str(DEMO), str(out / "model.pte"), "--quiet"]) == 0
+    drifted = tmp_path / "model.pte"
+    shutil.copy(out / "model.pte", drifted)
+    assert _scale_xnnpack_group_scales(drifted, 1.4) >= 6
+    code = main(["parity", str(DEMO), str(drifted), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "SQNR" in err and f"< {INT4_MIN_SQNR_DB:.1f} dB" in err, err
+    assert "Traceback" not in err
+
+
+def test_int4_linears_keep_the_least_error_codes():
+    """quantize_int4 rounds each Linear to its least-error 4-bit grid; torchao's mapping then stores exactly
+    those codes and scales (not its own), and a width that is not a multiple of 32 is padded with zeros."""
+    import copy
+
+    import torch
+
+    from quantize.xnnpack_int4 import PaddedLinear, int4_groups, quantize_int4
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 40), torch.nn.Linear(40, 8))
+    before = copy.deepcopy(model)
+    stats = quantize_int4(model, 32)
+    assert stats["linears"] == 2 and stats["padded_input_widths"] == {"40->64": 1}
+    assert isinstance(model[1], PaddedLinear)
+    codes, scales = int4_groups(before[0].weight, 32)
+    stored = model[0].weight
+    assert torch.equal(stored.qdata.to(torch.int8), codes)
+    torch.testing.assert_close(stored.scale.reshape(scales.shape), scales, rtol=1e-6, atol=0)
+    assert torch.count_nonzero(model[1].linear.weight.qdata[:, 40:]) == 0  # the padding stays zero
+    x = torch.randn(3, 96)
+    with torch.no_grad():
+        want, got = before(x), model(x)
+    assert 10 * torch.log10((want ** 2).sum() / ((want - got) ** 2).sum()) > 15  # 4-bit weights, int8 activations
+    # the least-error scale is never worse than the no-clipping one, and usually better
+    w = before[0].weight.detach().reshape(40, 3, 32)
+    wide = torch.maximum(-w.amin(2) / 8, w.amax(2) / 7)[..., None]
+    err_wide = ((torch.clamp(torch.round(w / wide), -8, 7) * wide - w) ** 2).sum()
+    err_best = ((codes.float().reshape(40, 3, 32) * scales[..., None] - w) ** 2).sum()
+    assert err_best < err_wide

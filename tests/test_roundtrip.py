@@ -53,6 +53,11 @@ CASES = [
     ("question-answering", Backend.ONNX, Quant.INT4, "wordpiece"),
     ("fill-mask", Backend.ONNX, Quant.INT4, "wordpiece"),
     ("feature-extraction", Backend.ONNX, Quant.INT4, "sentencepiece"),
+    ("text-classification", Backend.EXECUTORCH, Quant.INT4, "wordpiece"),
+    ("token-classification", Backend.EXECUTORCH, Quant.INT4, "wordpiece"),
+    ("question-answering", Backend.EXECUTORCH, Quant.INT4, "wordpiece"),
+    ("fill-mask", Backend.EXECUTORCH, Quant.INT4, "wordpiece"),
+    ("feature-extraction", Backend.EXECUTORCH, Quant.INT4, "sentencepiece"),
 ]
 # int4 round trips use weights of a trained model's scale (initializer_range 0.02, transformers' default):
 # the tiny models' 0.2 makes 4-bit rounding cost 8-15 dB, which no real checkpoint shows (the demo: 31 dB).

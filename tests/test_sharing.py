@@ -17,7 +17,8 @@ SMALLEST_MATRIX = 256 * 256
 # ExecuTorch fp32 is left out: the .pte stores weights by content hash for both precisions, and
 # two more lowerings would cost a minute of the default run.
 @pytest.mark.parametrize("backend,quant", [(Backend.ONNX, Quant.INT8), (Backend.ONNX, Quant.FP32),
-                                           (Backend.ONNX, Quant.INT4), (Backend.EXECUTORCH, Quant.INT8)], ids=str)
+                                           (Backend.ONNX, Quant.INT4), (Backend.EXECUTORCH, Quant.INT8),
+                                           (Backend.EXECUTORCH, Quant.INT4)], ids=str)
 def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quant):
     sizes, partitions = {}, {}
     # int4 on these random weights: ~10 dB (tests/test_int4.py says why); sharing is what is tested here

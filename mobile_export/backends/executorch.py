@@ -380,6 +380,24 @@ def _read_cached(path: str, size: int, mtime_ns: int):
     return deserialize_pte_binary(Path(path).read_bytes())
 
 
+# bytes per element of ExecuTorch's ScalarType codes (exir.scalar_type.ScalarType)
+_ELEMENT_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}
+
+
+def _constant_sizes(program) -> dict[int, int]:
+    """Bytes each constant buffer's tensor uses (its storage is padded to the segment's alignment)."""
+    import math
+
+    sizes: dict[int, int] = {}
+    for plan in program.execution_plan:
+        for value in plan.values:
+            t = value.val
+            index = getattr(t, "data_buffer_idx", 0)
+            if index > 0 and int(t.scalar_type) in _ELEMENT_BYTES:
+                sizes[index] = max(sizes.get(index, 0), math.prod(t.sizes) * _ELEMENT_BYTES[int(t.scalar_type)])
+    return sizes
+
+
 def blobs(path: Path) -> tuple[list[bytes], int]:
     """(weight/constant blobs, bytes of delegate graphs) stored in a .pte: each program constant, and
     each named-data segment that has bytes of its own (one that points into the constant segment,
@@ -387,7 +405,9 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     from executorch.exir._serialize._program import _flatbuffer_to_program, _get_extended_header
 
     pte = _read(path)
-    found = [bytes(c.storage) for c in pte.program.constant_buffer if len(c.storage)]
+    used = _constant_sizes(pte.program)
+    found = [bytes(c.storage)[:used.get(i, len(c.storage))] for i, c in enumerate(pte.program.constant_buffer)
+             if len(c.storage)]
     graphs = sum(len(d.data) for d in pte.program.backend_delegate_data)
     if pte.named_data is None:
         return found, graphs
