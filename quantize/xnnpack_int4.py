@@ -34,43 +34,22 @@ def register_quantized_kernels() -> None:
     import executorch.kernels.quantized  # noqa: F401  (the runtime's kernels, and the export-side ops)
 
 
-# Scales tried per group, as fractions of the no-clipping scale: the one with the least squared error wins
-# (a smaller scale clips the group's extreme values but rounds the rest finer).
-SCALE_FRACTIONS = tuple(0.70 + 0.01 * i for i in range(31))
-
-
 def int4_groups(weight: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric 4-bit codes (int8 tensor of -8..7) and fp32 scales, one per ``group_size`` values of a row.
 
-    Each group's scale is the one of ``SCALE_FRACTIONS`` x ``max(-min / 8, max / 7)`` (the smallest scale
-    that clips nothing) with the least squared error. Every chosen scale puts the group's extreme value on
-    code -8 or 7, so torchao's ``SYMMETRIC_NO_CLIPPING_ERR`` mapping, given ``codes x scales``, finds
-    these very scales and codes again (``quantize_int4`` relies on that). On the test models this gains
-    1-2.5 dB SQNR over the no-clipping scale (about what ONNX Runtime's own rounding reaches).
+    The scale is the smallest that clips nothing, ``max(-min / 8, max / 7)``: torchao's
+    ``SYMMETRIC_NO_CLIPPING_ERR``, which ``quantize_int4`` gives the Linears too. Clipping costs a
+    trained model more than the finer steps gain: the demo model (400 reviews, eager) 30.6 dB SQNR with
+    this scale, 28.7 / 27.7 dB with the least-squared-error scale searched down to 0.9 / 0.7 of it, and
+    torchao's default ``max|w| / 7.5`` clips each group's largest positive value.
     """
     w = weight.detach().to(torch.float32)
     rows, width = w.shape
     grouped = w.reshape(rows, width // group_size, group_size)
-    widest = torch.maximum(-grouped.amin(dim=2) / -INT4_MIN, grouped.amax(dim=2) / INT4_MAX)
-    widest = torch.clamp(widest, min=ZERO_GROUP_SCALE)[..., None]
-    scales, best = widest, None
-    for fraction in SCALE_FRACTIONS:
-        trial = widest * fraction
-        err = ((torch.clamp(torch.round(grouped / trial), INT4_MIN, INT4_MAX) * trial - grouped) ** 2).sum(2, keepdim=True)
-        if best is None:
-            best, scales = err, trial
-        else:
-            better = err < best
-            best, scales = torch.where(better, err, best), torch.where(better, trial, scales)
-    codes = torch.clamp(torch.round(grouped / scales), INT4_MIN, INT4_MAX).to(torch.int8)
-    return codes.reshape(rows, width), scales[..., 0].contiguous()
-
-
-def on_int4_grid(weight: torch.Tensor, group_size: int) -> torch.Tensor:
-    """``weight`` rounded to its 4-bit codes x group scales (``int4_groups``), as fp32."""
-    codes, scales = int4_groups(weight, group_size)
-    rows, width = codes.shape
-    return (codes.to(torch.float32).reshape(rows, -1, group_size) * scales[..., None]).reshape(rows, width)
+    scales = torch.maximum(-grouped.amin(dim=2) / -INT4_MIN, grouped.amax(dim=2) / INT4_MAX)
+    scales = torch.clamp(scales, min=ZERO_GROUP_SCALE)
+    codes = torch.clamp(torch.round(grouped / scales[..., None]), INT4_MIN, INT4_MAX).to(torch.int8)
+    return codes.reshape(rows, width), scales.contiguous()
 
 
 class Int4Embedding(torch.nn.Module):
@@ -144,10 +123,7 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 replaced.append(f"{path}.{name}" if path else name)
                 table_groups.add(table.group_size)
     linears = [m for m in module.modules() if type(m) is torch.nn.Linear]
-    with torch.no_grad():  # least-error scales; torchao's mapping below then reproduces them exactly
-        for linear in linears:
-            linear.weight.copy_(on_int4_grid(linear.weight, group_size))
-    # no clipping: the weights are on their grid already, whose extreme codes are -8 or 7
+    # the table's scale rule (``int4_groups``): no clipping
     quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
                                                              weight_granularity=PerGroup(group_size),
                                                              weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR),
