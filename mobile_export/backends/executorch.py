@@ -275,7 +275,8 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
         outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
     return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
-            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}), "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}),
+            "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
 
 
 SEGMENT_ALIGNMENT = 128  # ExecuTorch's default start alignment of a data segment
@@ -533,7 +534,6 @@ def _probe_child(path: str) -> None:
         sys.exit(3)
 
 
-INT4_WEIGHT_TYPES = ("xnn_datatype_qbint4", "xnn_datatype_qcint4")  # XNNPACK's 4-bit weights (per group / channel)
 INT4_TABLE_OP = "quantized_decomposed::embedding_4bit"
 
 
@@ -555,29 +555,15 @@ def int4_group_size(path: Path) -> int | None:
 
 
 def stored_quant(path: Path) -> Quant:
-    """int4 when XNNPACK holds 4-bit weights or the program looks a 4-bit table up; int8 when the XNNPACK
-    weights have per-channel scales (named ``scale_*``); fp32 otherwise."""
+    """int4 when the program looks a 4-bit table up or XNNPACK holds 4-bit (blockwise) weights; int8 when
+    the XNNPACK weights have per-channel scales (named ``scale_*``); fp32 otherwise."""
     pte = _read(path)
     keys = list(pte.named_data.pte_data) if pte.named_data is not None else []
     if any(op.name == INT4_TABLE_OP for plan in pte.program.execution_plan for op in plan.operators):
         return Quant.INT4
     if not any(k.startswith("scale_") for k in keys):
         return Quant.FP32
-    types: list = []
-    for graph in _graphs(path):
-        _walk_strings(graph, types, "datatype")
-    return Quant.INT4 if set(types) & set(INT4_WEIGHT_TYPES) else Quant.INT8
-
-
-def _walk_strings(value, found: list, key: str) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k == key and isinstance(v, str):
-                found.append(v)
-            _walk_strings(v, found, key)
-    elif isinstance(value, list):
-        for v in value:
-            _walk_strings(v, found, key)
+    return Quant.INT4 if _groups(path) else Quant.INT8
 
 
 def _graphs(path: Path) -> list[dict]:
