@@ -38,7 +38,8 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
     if kind != "torch":
         info = backends.get_info(Backend(kind))
         module = backends.load(info.backend)
-        importlib.import_module(info.runtime_module)
+        for name in info.runtime_modules:
+            importlib.import_module(name)
     reset_peak()
     base_kib, base = status_kib("VmRSS"), resident_kib(Path(path))
     t0 = time.perf_counter()

@@ -89,7 +89,8 @@ def _child(path: Path, backend: str, seq: int) -> dict:
 
     info = backends.get_info(Backend(backend))
     module = backends.load(info.backend)
-    importlib.import_module(info.runtime_module)  # the runtime library belongs to the baseline
+    for name in info.runtime_modules:  # the runtime's libraries belong to the baseline
+        importlib.import_module(name)
     reset_peak()
     base_kib = status_kib("VmRSS")
     base = resident_kib(path)

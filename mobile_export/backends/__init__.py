@@ -36,7 +36,7 @@ class BackendInfo:
     file_name: str
     module: str
     runtime: str
-    runtime_module: str  # the runtime library's import name (memory baselines import it first)
+    runtime_modules: tuple[str, ...]  # import names of the runtime's libraries (memory baselines import them first)
     quants: frozenset[Quant]
     dynamic_batch: bool
     notes: str
@@ -45,21 +45,23 @@ class BackendInfo:
 BACKENDS: dict[Backend, BackendInfo] = {
     Backend.EXECUTORCH: BackendInfo(
         backend=Backend.EXECUTORCH, file_name="model.pte", module="mobile_export.backends.executorch",
-        runtime="ExecuTorch runtime, XNNPACK delegate", runtime_module="executorch.runtime", quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
+        runtime="ExecuTorch runtime, XNNPACK delegate",
+        runtime_modules=("executorch.runtime", "executorch.kernels.quantized"),  # + embedding_4bit (int4 tables)
+        quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=False,
         notes="batch fixed at 1 (ExecuTorch plans memory for the upper bound of every dynamic dim); "
               "sequence length dynamic from 2 to the max length",
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX, file_name="model.onnx", module="mobile_export.backends.onnx",
-        runtime="ONNX Runtime (CPU)", runtime_module="onnxruntime", quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
+        runtime="ONNX Runtime (CPU)", runtime_modules=("onnxruntime",), quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
               "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
-        runtime="ONNX Runtime (CPU), ORT format", runtime_module="onnxruntime",
+        runtime="ONNX Runtime (CPU), ORT format", runtime_modules=("onnxruntime",),
         # not int4: the ORT format of ONNX Runtime 1.32 has no INT4 tensor type (the 4-bit word table)
         quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
