@@ -95,8 +95,8 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
     named ``nn.Embedding`` tables 4-bit group-wise weights, in place (run before ``torch.export``).
 
     Returns:
-        stats: ``padded_input_widths`` (``{"312->320": linears}``), ``linears``, ``tables`` (paths),
-        ``table_group_size``.
+        stats: ``group_size``, ``padded_input_widths`` (``{"312->320": linears}``), ``linears``, ``tables``
+        (paths), ``table_group_size``.
     """
     if group_size % XNNPACK_GROUP_MULTIPLE:
         raise ValueError(f"XNNPACK takes 4-bit groups of a multiple of {XNNPACK_GROUP_MULTIPLE} inputs, not {group_size}")
@@ -122,11 +122,11 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 setattr(child, name, table)
                 replaced.append(f"{path}.{name}" if path else name)
                 table_groups.add(table.group_size)
-    linears = [m for m in module.modules() if type(m) is torch.nn.Linear]
+    linears = sum(1 for m in module.modules() if type(m) is torch.nn.Linear)
     # the table's scale rule (``int4_groups``): no clipping
     quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
                                                              weight_granularity=PerGroup(group_size),
                                                              weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR),
               filter_fn=lambda m, fqn: type(m) is torch.nn.Linear)
-    return {"linears": len(linears), "padded_input_widths": padded, "tables": replaced,
+    return {"group_size": group_size, "linears": linears, "padded_input_widths": padded, "tables": replaced,
             "table_group_size": min(table_groups) if table_groups else None}

@@ -237,7 +237,6 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
 
         with progress.step(f"executorch: int4 weights (groups of {group_size}, torchao 8da4w)"):
             int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
-            int4["group_size"] = group_size
     seq = dynamic_shapes["input_ids"][1]
     examples = {EMBED_METHOD: example}
     with torch.no_grad():
@@ -381,21 +380,19 @@ def _read_cached(path: str, size: int, mtime_ns: int):
     return deserialize_pte_binary(Path(path).read_bytes())
 
 
-# bytes per element of ExecuTorch's ScalarType codes (exir.scalar_type.ScalarType)
-_ELEMENT_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}
-
-
 def _constant_sizes(program) -> dict[int, int]:
     """Bytes each constant buffer's tensor uses (its storage is padded to the segment's alignment)."""
-    import math
+    from executorch.exir.tensor import num_bytes_from_shape_and_dtype, scalar_type_table
 
+    dtypes = {int(code): dtype for dtype, code in scalar_type_table.items()}
     sizes: dict[int, int] = {}
     for plan in program.execution_plan:
         for value in plan.values:
             t = value.val
             index = getattr(t, "data_buffer_idx", 0)
-            if index > 0 and int(t.scalar_type) in _ELEMENT_BYTES:
-                sizes[index] = max(sizes.get(index, 0), math.prod(t.sizes) * _ELEMENT_BYTES[int(t.scalar_type)])
+            if index > 0 and int(t.scalar_type) in dtypes:
+                used = num_bytes_from_shape_and_dtype(torch.Size(t.sizes), dtypes[int(t.scalar_type)])
+                sizes[index] = max(sizes.get(index, 0), used)
     return sizes
 
 
