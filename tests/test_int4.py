@@ -3,6 +3,7 @@ sharing, and the choices a user can get wrong."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,8 @@ def test_int4_roundtrip_every_task(tiny_checkpoint, tmp_path, task, kernel):
         assert not widening, widening  # the widening was folded when the session loaded...
         assert "DynamicQuantizeMatMul" in left, left  # ...and the int8 GEMM fused, as for --quant int8
     assert detect_quant(path) is Quant.INT4
+    [entry] = json.loads((tmp_path / "o" / "manifest.json").read_text())["artifacts"]
+    assert "MatMulNBits" in entry["kernels"] and "onnxruntime-android" in entry["kernels"]  # what the app needs
     size = artifact["size"]
     if task == "fill-mask":  # the tied decoder is a MatMulNBits of its own at 4 bits (not shared yet), and said so
         assert "NOT preserved (tied embeddings stored twice" in size["sharing_verdict"], size["sharing_verdict"]
@@ -95,6 +98,8 @@ def test_int4_stores_about_half_of_int8(tiny_checkpoint, tmp_path):
         r = export(ckpt, tmp_path / quant.value, ExportOptions(backends=(Backend.ONNX,), quant=quant, measure_memory=False,
                                                                 thresholds=TINY_LIMITS if quant is Quant.INT4 else None))
         sizes[quant] = r.report["artifacts"][0]["size"]["groups"]["shared encoder layer"]
+        [entry] = json.loads((tmp_path / quant.value / "manifest.json").read_text())["artifacts"]
+        assert ("kernels" in entry) is (quant is Quant.INT4)  # int8 needs nothing beyond the standard runtime
     # 4 bits + one fp32 scale per 32 values = 0.625 B per weight, against 1 B + a scale per row
     assert 0.55 * sizes[Quant.INT8] < sizes[Quant.INT4] < 0.7 * sizes[Quant.INT8], sizes
 
@@ -102,8 +107,6 @@ def test_int4_stores_about_half_of_int8(tiny_checkpoint, tmp_path):
 @pytest.fixture(scope="module")
 def demo_int4(tmp_path_factory):
     """The demo model exported to int4 .onnx by the CLI, with int4's default parity limits."""
-    import json
-
     out = tmp_path_factory.mktemp("demo-int4") / "o"
     assert main(["export", str(DEMO), "--out", str(out), "--backend", "onnx", "--quant", "int4", "--no-memory",
                  "--quiet"]) == 0
@@ -203,6 +206,8 @@ def test_int4_pte_pads_widths_and_holds_4bit_weights(tiny_checkpoint, tmp_path):
     assert et.int4_group_size(path) == 32 and detect_quant(path) is Quant.INT4
     plans = {p.name: [o.name for o in p.operators] for p in et._read(path).program.execution_plan}
     assert et.INT4_TABLE_OP in plans["embed"]
+    [entry] = json.loads((tmp_path / "o" / "manifest.json").read_text())["artifacts"]
+    assert et.INT4_TABLE_OP in entry["kernels"]  # the app's runtime must have that kernel
     size = artifact["size"]
     vocab = result.report["model"]["config"]["vocab_size"]
     assert size["groups"]["word embeddings"] == vocab * 16 // 2 + vocab * 4  # codes two a byte + a scale per row
@@ -214,8 +219,6 @@ def test_int4_pte_pads_widths_and_holds_4bit_weights(tiny_checkpoint, tmp_path):
 @pytest.fixture(scope="module")
 def demo_int4_pte(tmp_path_factory):
     """The demo model exported to int4 .pte by the CLI, with int4's default parity limits."""
-    import json
-
     out = tmp_path_factory.mktemp("demo-int4-pte") / "o"
     assert main(["export", str(DEMO), "--out", str(out), "--backend", "executorch", "--quant", "int4",
                  "--no-memory", "--quiet"]) == 0

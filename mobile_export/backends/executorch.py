@@ -200,7 +200,9 @@ CALLING_CONVENTION = {
 def usage(stats: dict) -> dict:
     """How an app loads and calls this export's .pte (recorded in manifest.json)."""
     return {"load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
-            "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule")}
+            "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule"),
+            **({"kernels": f"{INT4_TABLE_OP} (ExecuTorch's quantized kernel library: executorch-android links it; "
+                           "a custom runtime build must keep it)"} if stats.get("int4") else {})}
 
 
 def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
