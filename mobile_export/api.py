@@ -17,7 +17,8 @@ from quantize.schemes import scheme_name
 
 from . import backends
 from .assets import labels, write_tokenizer_assets
-from .parity import PlotData, cross_runtime, plot_data
+from .checking import ArtifactCheck, Checker, ParitySource, Tally, run_local
+from .parity import PlotData
 from .memory import measure as measure_memory
 from .budgets import Budget, budget_verdict, resolve_budget
 from .size import breakdown
@@ -37,39 +38,13 @@ from .fsutil import disk_error, make_staging, prepare_destination, publish, remo
 from .loading import LoadedModel, load_checkpoint
 from .progress import Progress, Silent
 from .reports import ExportReport, write_reports
-from .reference import ExportWrapper, example_inputs, reference_outputs, tokenize
+from .reference import ExportWrapper, example_inputs
 from .tasks import get_task
-from .texts import long_texts, parity_texts
-from .verify import ParityResult, compare
+from .verify import ParityResult
 
 MANIFEST_SCHEMA = 2
 _OUTPUT_NAMES = ("model.pte", "model.onnx", "model.onnx.data", "model.ort", "tokenizer", "labels.json", "report.json", "report.md",
                  "report.html", "manifest.json")
-
-
-@dataclass(frozen=True)
-class ParityInputs:
-    """The texts every artifact is judged on, tokenized, with the fp32 reference's outputs."""
-
-    examples: list
-    reference: list
-    labels: list | None
-    source: str
-    blank_lines: int = 0  # skipped in the --data file
-
-    def describe(self) -> dict:
-        return {"source": self.source, "examples": len(self.examples),
-                "labelled": sum(y is not None for y in self.labels or []),
-                "lengths": sorted({ex.length for ex in self.examples}), "blank_lines_skipped": self.blank_lines}
-
-
-@dataclass(frozen=True)
-class _Check:
-    """What a parity check of one artifact needs besides the artifact."""
-
-    loaded: LoadedModel
-    inputs: ParityInputs
-    progress: Progress
 
 
 @dataclass
@@ -85,7 +60,6 @@ class ArtifactResult:
     parity: ParityResult
     stats: dict = field(default_factory=dict)  # backend-specific export and runtime facts, as JSON
     plot: PlotData | None = None
-    outputs: list = field(default_factory=list, repr=False)  # per example, for cross-runtime checks
 
 
 @dataclass
@@ -170,24 +144,6 @@ def _model_summary(loaded: LoadedModel) -> dict:
     }
 
 
-def _golden(loaded: LoadedModel, examples, reference, n: int = 3, max_values: int = 4096) -> list[dict]:
-    """A few short inputs with their expected ids and fp32 outputs, for on-device self-tests."""
-    golden = []
-    for ex, ref in zip(examples, reference):
-        if not ex.text or sum(o.size for o in ref) > max_values:
-            continue
-        golden.append({
-            "text": ex.text,
-            "input_ids": ex.feeds["input_ids"][0].tolist(),
-            "token_type_ids": ex.feeds["token_type_ids"][0].tolist(),
-            "outputs": {name: {"shape": list(o.shape), "values": [round(float(v), 6) for v in o.ravel()]}
-                        for name, o in zip(loaded.task.outputs, ref)},
-        })
-        if len(golden) == n:
-            break
-    return golden
-
-
 def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOptions | None = None,
            progress: Progress | None = None) -> ExportResult:
     """Export an ALBERT checkpoint to verified mobile artifacts.
@@ -224,9 +180,20 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
     max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
     staging = make_staging(out)
     try:
-        check = _Check(loaded, _parity_examples(loaded, data, max_len, progress), progress)
         wrapper, replaced = _export_module(loaded, options)
-        results = [_export_one(backend, wrapper, options, max_len, staging, check) for backend in options.backends]
+        exported = [_export_one(backend, wrapper, options, loaded, max_len, staging, progress)
+                    for backend in options.backends]
+        del wrapper
+        checks = [ArtifactCheck(path.name, backend, path, options.quant, options.effective_thresholds)
+                  for backend, path, _, _ in exported]
+        try:
+            results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks,
+                                            max_len, progress)
+        except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
+            raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
+        for r, (_, _, stats, seconds) in zip(results, exported):
+            r.stats = dict(stats, **r.stats)
+            r.export_seconds = round(seconds, 2)
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         with progress.step("tokenizer assets"):
             written += ["tokenizer"]
@@ -242,7 +209,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                                      options.measure_memory) for r in results]
             except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
                 raise ExportFailedError(str(exc)) from exc
-        typed = _build_report("mobile-export", check, results,
+        typed = _build_report("mobile-export", loaded, run, parity_data, results,
                               {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                                "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
                                **({"int4_group_size": _int4_group_size(options, loaded),
@@ -271,7 +238,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         written.append("report.json")
         with progress.step("human reports (report.md, report.html)"):
             written += write_reports(report, staging)
-        manifest = _manifest(staging, written, check, results)
+        manifest = _manifest(staging, written, loaded, run, results)
         write_json(staging / "manifest.json", manifest)
         written.append("manifest.json")
         if options.overwrite:
@@ -291,23 +258,6 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         raise disk from exc
     finally:
         remove_staging(staging)
-
-
-def _parity_examples(loaded: LoadedModel, data, max_len: int, progress) -> ParityInputs:
-    """The user's text or the built-in mix of real sentences, plus the empty text and several texts at
-    128 tokens and at the max length (so those length buckets are gated), with the fp32 reference's outputs."""
-    with progress.step("fp32 reference on parity text"):
-        if data is not None:
-            extra = long_texts(loaded.tokenizer, max_len)
-            texts = [""] + data.texts + extra
-            example_labels = [None] + (data.labels or [None] * len(data.texts)) + [None] * len(extra)
-        else:
-            texts = parity_texts(loaded.tokenizer, max_len)
-            example_labels = None
-        examples = tokenize(loaded.tokenizer, texts, max_len)
-        reference = reference_outputs(loaded.model, loaded.task, examples)
-    return ParityInputs(examples, reference, example_labels, data.source if data is not None else "built-in text",
-                        data.blank_lines if data is not None else 0)
 
 
 def _size_entry(path: Path, summary: dict | None, quant: Quant, int8_embeddings: bool, max_len: int,
@@ -349,10 +299,10 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, max_len: int, staging: Path,
-                check: _Check) -> ArtifactResult:
-    """Export, then check in the runtime, one artifact."""
-    loaded, progress, quant = check.loaded, check.progress, options.quant
+def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, loaded: LoadedModel, max_len: int,
+                staging: Path, progress: Progress) -> tuple[Backend, Path, dict, float]:
+    """Export one artifact into ``staging``: (backend, path, export stats, seconds)."""
+    quant = options.quant
     info = backends.get_info(backend)
     module = backends.load(backend)
     shape, dyn = _dynamic_shapes(backend, max_len)
@@ -375,66 +325,46 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
         msg = first_line(exc)
         raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
                                 "rerun with --debug for the traceback") from exc
-    seconds = time.monotonic() - t0
-    try:
-        checked = _check_artifact(backend, dest, quant, options.effective_thresholds, check)
-    except ArtifactLoadError as exc:  # we just wrote it: our failure, not the user's
-        raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
-    checked.stats = dict(stats, **checked.stats)
-    checked.export_seconds = round(seconds, 2)
-    return checked
+    return backend, dest, stats, time.monotonic() - t0
 
 
-def _check_artifact(backend: Backend, dest: Path, quant: Quant, thresholds: Thresholds, check: _Check) -> ArtifactResult:
-    """Run ``dest`` in its real runtime on every example and compare with the fp32 reference."""
-    loaded, progress = check.loaded, check.progress
-    examples, reference, example_labels = check.inputs.examples, check.inputs.reference, check.inputs.labels
-    info = backends.get_info(backend)
-    module = backends.load(backend)
-    with progress.step(f"{backend.value}: parity in {info.runtime} on {len(examples)} texts"):
-        try:
-            runner = module.Runner(dest)
-        except Exception as exc:
-            first = first_line(exc, 200)
-            raise ArtifactLoadError(f"{dest.name} does not load in {info.runtime}: {first}") from exc
-        actual, seconds_each = [], []
-        for ex in examples:
-            t = time.perf_counter()
-            try:
-                actual.append(runner.run(ex.feeds))
-            except Exception as exc:  # e.g. token ids beyond a smaller vocabulary
-                raise ArtifactLoadError(
-                    f"{dest.name} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
-                    f"export of this checkpoint ({loaded.config.vocab_size} words, max length "
-                    f"{loaded.config.max_position_embeddings}); pass the checkpoint it was exported from") from exc
-            seconds_each.append(time.perf_counter() - t)
-        _same_outputs(dest.name, loaded, reference[0], actual[0])
-        parity = compare(loaded.task, reference, actual, thresholds, texts=[ex.text for ex in examples],
-                         lengths=[ex.length for ex in examples], labels=example_labels)
-        cov = module.coverage(dest, quant)  # quantization/delegation coverage is part of parity
+def _check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[ArtifactCheck], max_len: int,
+                     progress: Progress, ray: str | None = None, checkpoint: str | os.PathLike | None = None
+                     ) -> tuple[list[ArtifactResult], Tally, dict]:
+    """Run every artifact in its real runtime on every parity text, next to the fp32 reference, and
+    judge each by its limits (in a Ray cluster at ``ray``, if given)."""
+    names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks)
+    with progress.step(f"parity on {len(source):,} texts: fp32 reference and {names}", heartbeat=False):
+        if ray:
+            from .distributed import run_on_ray
+
+            tally = run_on_ray(ray, str(checkpoint), loaded, checks, max_len, source, progress)
+        else:
+            tally = run_local(Checker(loaded, checks, max_len), source, progress)
+    results = []
+    for j, check in enumerate(checks):
+        module = backends.load(check.backend)
+        parity = tally.parity[j].result(check.thresholds, source.texts_at)
+        cov = module.coverage(check.path, check.quant)  # quantization/delegation coverage is part of parity
         parity = dataclasses.replace(parity, coverage=cov, failures=parity.failures + tuple(cov["problems"]))
-    verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
-    progress.say(f"{backend.value}: {parity.headline()} -> {verdict}")
-    ms = sorted(1000 * x for x in seconds_each)
-    stats = dict(runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
-                 parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
-                                    "note": "per example, batch 1, mixed lengths, during the parity run"},
-                 dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
-    lengths = [ex.length for ex in examples]
-    return ArtifactResult(backend=backend, quant=quant, file=dest.name,
-                          bytes=sum(f.stat().st_size for f in backends.artifact_files(dest)),
-                          sha256=sha256_file(dest), export_seconds=0.0, parity=parity, stats=stats,
-                          plot=plot_data(reference, actual, lengths), outputs=actual)
-
-
-def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list) -> None:
-    """An artifact of another model (other labels, other task) has other outputs: exit 2, one line."""
-    want = [tuple(r.shape) for r in reference]
-    got = [tuple(a.shape) for a in actual]
-    if want != got:
-        labels = f", {loaded.config.num_labels} labels" if loaded.task.has_labels else ""
-        raise ArtifactLoadError(f"{name} outputs shapes {got}, the checkpoint ({loaded.task.name}{labels}) "
-                                f"{want}: it is an export of a different model; pass the checkpoint it was exported from")
+        verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
+        progress.say(f"{check.name}: {parity.headline()} -> {verdict}")
+        info = backends.get_info(check.backend)
+        ms = sorted(1000 * x for x in tally.seconds[j])
+        seconds = sum(tally.seconds[j])
+        stats = dict(runtime=info.runtime, runtime_version=module.RUNTIME_VERSION(),
+                     parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
+                                        "note": "per example, batch 1, mixed lengths, during the parity run"},
+                     parity_texts_per_second=round(len(ms) / seconds, 2) if seconds else None,
+                     dynamic_batch=info.dynamic_batch, shape_notes=info.notes)
+        results.append(ArtifactResult(backend=check.backend, quant=check.quant, file=check.name,
+                                      bytes=sum(f.stat().st_size for f in backends.artifact_files(check.path)),
+                                      sha256=sha256_file(check.path), export_seconds=0.0, parity=parity, stats=stats,
+                                      plot=tally.plots[j].plot()))
+    parity_data = {**source.describe(), "labelled": tally.labelled, "lengths": sorted(tally.lengths),
+                   "reference_texts_per_second":
+                   round(tally.n_examples / tally.reference_seconds, 2) if tally.reference_seconds else None}
+    return results, tally, parity_data
 
 
 def _artifact_dict(r: ArtifactResult) -> dict:
@@ -445,7 +375,7 @@ def _artifact_dict(r: ArtifactResult) -> dict:
             "plot": r.plot.to_dict() if r.plot else {}}
 
 
-def _manifest(staging: Path, names: list[str], check: _Check, results: list[ArtifactResult]) -> dict:
+def _manifest(staging: Path, names: list[str], loaded: LoadedModel, run: Tally, results: list[ArtifactResult]) -> dict:
     """What an app needs: files with checksums, how to load and call each artifact, golden examples."""
     artifacts = []
     for r in results:
@@ -460,10 +390,9 @@ def _manifest(staging: Path, names: list[str], check: _Check, results: list[Arti
         for p in paths:
             files.append({"path": p.relative_to(staging).as_posix(), "bytes": p.stat().st_size,
                           "sha256": sha256_file(p)})
-    loaded = check.loaded
     return {"schema_version": MANIFEST_SCHEMA, "task": loaded.task.name, "outputs": list(loaded.task.outputs),
             "artifacts": artifacts, "files": files,
-            "golden": _golden(check.loaded, check.inputs.examples, check.inputs.reference)}
+            "golden": run.golden}
 
 
 def detect_quant(path: Path) -> Quant:
@@ -500,14 +429,12 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         loaded = load_checkpoint(source, options.task)
     parity_data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
-    check = _Check(loaded, _parity_examples(loaded, parity_data, max_len, progress), progress)
-    results = []
     names = [p.name for p in given]
-    for g, p, q in zip(given, paths, quants):
-        r = _check_artifact(backends.for_path(p), p, q, options.thresholds or Thresholds.default_for(q), check)
-        r.file = str(g) if names.count(g.name) > 1 else g.name
-        results.append(r)
-    report = _build_report("mobile-export parity", check, results,
+    checks = [ArtifactCheck(str(g) if names.count(g.name) > 1 else g.name, backends.for_path(p), p.resolve(), q,
+                            options.thresholds or Thresholds.default_for(q)) for g, p, q in zip(given, paths, quants)]
+    results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, parity_data, max_len), checks,
+                                    max_len, progress, options.ray, source)
+    report = _build_report("mobile-export parity", loaded, run, parity_data, results,
                            {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
                             "max_seq_len": max_len},
                            [{"path": str(p)} for p in given]).to_json()
@@ -522,14 +449,13 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     return report
 
 
-def _build_report(tool: str, check: _Check, results: list[ArtifactResult], options: dict,
-                  per_artifact: list[dict]) -> ExportReport:
+def _build_report(tool: str, loaded: LoadedModel, run: Tally, parity_data: dict, results: list[ArtifactResult],
+                  options: dict, per_artifact: list[dict]) -> ExportReport:
     """The one report both commands write: model, options, parity data, artifacts, cross-runtime."""
     return ExportReport(
-        tool=tool, versions=_versions(), model=_model_summary(check.loaded), options=options,
-        parity_data=check.inputs.describe(),
+        tool=tool, versions=_versions(), model=_model_summary(loaded), options=options, parity_data=parity_data,
         artifacts=[{**_artifact_dict(r), **extra} for r, extra in zip(results, per_artifact)],
-        cross_runtime=cross_runtime(check.loaded.task, {r.file: r.outputs for r in results}),
+        cross_runtime=run.cross.rows(),
     )
 
 

@@ -200,6 +200,9 @@ class ParityOptions:
         thresholds: explicit limits (overrides ``quant``'s defaults).
         task: the checkpoint's task; None infers it.
         max_seq_len: longest input the artifacts accept; None means max_position_embeddings.
+        ray: address of a Ray cluster (``auto``, ``local``, ``host:port``) to spread the texts over; None
+            runs in this process.
+        ray_workers: workers on the cluster (default: one per CPU it has).
     """
 
     data: str | None = None
@@ -207,6 +210,8 @@ class ParityOptions:
     thresholds: Thresholds | None = None
     task: str | None = None
     max_seq_len: int | None = None
+    ray: str | None = None
+    ray_workers: int | None = None
 
 
 _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}

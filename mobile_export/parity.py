@@ -1,25 +1,26 @@
-"""Parity beyond the headline numbers: by sequence length, across runtimes, and the data for plots.
+"""Parity beyond the headline numbers: across runtimes, and the bounded samples the report plots.
 
-``export`` and ``mobile-export parity`` both use this, so their reports carry the same sections.
+``export`` and ``mobile-export parity`` both use this, so their reports carry the same sections. Both
+accumulators take one example at a time and merge with the accumulator of the next batch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .config import Thresholds
 from .tasks import TaskSpec
-from .verify import LengthBucket, _decisions, compare
+from .verify import _decisions
 
 MAX_POINTS = 3000
 
 
 @dataclass(frozen=True)
 class PlotData:
-    """What the HTML report plots: sampled (fp32, artifact) output values, and per example its length
-    and max |diff|."""
+    """What the HTML report plots: sampled (fp32, artifact) output values, and for sampled examples their
+    length and max |diff|."""
 
     reference: list[float]
     artifact: list[float]
@@ -29,42 +30,101 @@ class PlotData:
         return asdict(self)
 
 
-def by_length(task: TaskSpec, reference, actual, lengths: list[int]) -> list[LengthBucket]:
-    """Metrics per sequence-length bucket (only buckets that have examples), without any gate."""
-    return list(compare(task, reference, actual, Thresholds(), lengths=lengths).by_length)
+class BottomK:
+    """A uniform random sample of at most ``k`` rows from a stream of any length: every row gets a
+    uniform key, the ``k`` smallest keys are kept. A batch of ``n`` rows draws only the rows whose keys
+    can enter (their number is binomial), so a million output values cost a few draws. Samples of
+    consecutive streams merge into a sample of their concatenation."""
+
+    def __init__(self, k: int, width: int, seed: int = 0) -> None:
+        self.k = k
+        self.rng = np.random.default_rng(seed)
+        self.seen = 0
+        self.keys = np.empty(0)
+        self.order = np.empty(0, dtype=np.int64)
+        self.rows = np.empty((0, width))
+
+    def add(self, columns: Sequence[np.ndarray]) -> None:
+        """Offer the rows given as equal-length columns."""
+        n = len(columns[0])
+        bound = 1.0 if len(self.keys) < self.k else float(self.keys.max())
+        take = int(self.rng.binomial(n, bound)) if bound < 1.0 else n
+        if take:
+            pos = np.sort(self.rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
+            rows = np.stack([np.asarray(c, np.float64)[pos] for c in columns], axis=1)
+            self._keep(self.rng.random(take) * bound, self.seen + pos, rows)
+        self.seen += n
+
+    def merge(self, other: "BottomK") -> None:
+        """Fold in the sample of the stream that follows this one."""
+        self._keep(other.keys, other.order + self.seen, other.rows)
+        self.seen += other.seen
+
+    def _keep(self, keys: np.ndarray, order: np.ndarray, rows: np.ndarray) -> None:
+        keys, order = np.concatenate([self.keys, keys]), np.concatenate([self.order, order])
+        rows = np.concatenate([self.rows, rows])
+        if len(keys) > self.k:
+            best = np.argpartition(keys, self.k - 1)[: self.k]
+            keys, order, rows = keys[best], order[best], rows[best]
+        self.keys, self.order, self.rows = keys, order, rows
+
+    def sample(self) -> np.ndarray:
+        """The kept rows, in stream order."""
+        return self.rows[np.argsort(self.order, kind="stable")]
 
 
-def plot_data(reference, actual, lengths: list[int]) -> PlotData:
-    """What the HTML report plots, small enough to keep in report.json: a deterministic sample of
-    (fp32, artifact) output values and each example's length and max |diff|."""
-    ref = np.concatenate([np.asarray(o, np.float64).ravel() for outs in reference for o in outs])
-    act = np.concatenate([np.asarray(o, np.float64).ravel() for outs in actual for o in outs])
-    step = max(1, len(ref) // MAX_POINTS)
-    per_example = []
-    for outs_r, outs_a, n in zip(reference, actual, lengths):
-        d = max((float(np.max(np.abs(np.asarray(r, np.float64) - np.asarray(a, np.float64)))) if np.size(r) else 0.0)
-                for r, a in zip(outs_r, outs_a))
-        per_example.append([int(n), d])
-    return PlotData(reference=[round(float(v), 5) for v in ref[::step][:MAX_POINTS]],
-                    artifact=[round(float(v), 5) for v in act[::step][:MAX_POINTS]], per_example=per_example)
+class PlotSampler:
+    """Bounded samples for the report's plots: (fp32, artifact) output values and (length, max |diff|)
+    of examples, each at most ``MAX_POINTS``."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.values = BottomK(MAX_POINTS, 2, seed)
+        self.examples = BottomK(MAX_POINTS, 2, seed + 1)
+
+    def add(self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int, max_abs_diff: float) -> None:
+        """Offer one example's outputs and its max |diff|."""
+        self.values.add([np.concatenate([np.ravel(o) for o in reference]), np.concatenate([np.ravel(o) for o in actual])])
+        self.examples.add([np.array([length]), np.array([max_abs_diff])])
+
+    def merge(self, other: "PlotSampler") -> None:
+        self.values.merge(other.values)
+        self.examples.merge(other.examples)
+
+    def plot(self) -> PlotData:
+        values, examples = self.values.sample(), self.examples.sample()
+        return PlotData(reference=[round(float(v), 5) for v in values[:, 0]],
+                        artifact=[round(float(v), 5) for v in values[:, 1]],
+                        per_example=[[int(n), float(d)] for n, d in examples])
 
 
-def cross_runtime(task: TaskSpec, outputs: dict[str, list[list[np.ndarray]]]) -> list[dict]:
-    """Pairwise agreement between artifacts (e.g. .pte vs .onnx) on the same examples."""
-    names = list(outputs)
-    rows = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            agree = total = 0
-            max_diff = 0.0
-            for oa, ob in zip(outputs[a], outputs[b]):
-                for x, y in zip(oa, ob):
-                    if np.size(x):
-                        max_diff = max(max_diff, float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))))
-                if task.has_argmax:
-                    da, db = _decisions(task.kind, oa), _decisions(task.kind, ob)
-                    agree += int(np.sum(da == db))
-                    total += int(da.size)
-            rows.append({"a": a, "b": b, "agreement": agree / total if total else None, "decisions": total,
-                         "max_abs_diff": max_diff})
-    return rows
+class CrossRuntime:
+    """Pairwise agreement and max |diff| between artifacts (e.g. .pte vs .onnx) on the same examples."""
+
+    def __init__(self, task: TaskSpec, names: Sequence[str]) -> None:
+        self.task = task
+        self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+        self.agree = [0] * len(self.pairs)
+        self.total = [0] * len(self.pairs)
+        self.max_diff = [0.0] * len(self.pairs)
+
+    def add(self, outputs: dict[str, Sequence[np.ndarray]]) -> None:
+        """Fold in one example's outputs of every artifact."""
+        for k, (a, b) in enumerate(self.pairs):
+            for x, y in zip(outputs[a], outputs[b]):
+                if np.size(x):
+                    self.max_diff[k] = max(self.max_diff[k],
+                                           float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))))
+            if self.task.has_argmax:
+                da, db = _decisions(self.task.kind, outputs[a]), _decisions(self.task.kind, outputs[b])
+                self.agree[k] += int(np.sum(da == db))
+                self.total[k] += int(da.size)
+
+    def merge(self, other: "CrossRuntime") -> None:
+        for k in range(len(self.pairs)):
+            self.agree[k] += other.agree[k]
+            self.total[k] += other.total[k]
+            self.max_diff[k] = max(self.max_diff[k], other.max_diff[k])
+
+    def rows(self) -> list[dict]:
+        return [{"a": a, "b": b, "agreement": self.agree[k] / self.total[k] if self.total[k] else None,
+                 "decisions": self.total[k], "max_abs_diff": self.max_diff[k]} for k, (a, b) in enumerate(self.pairs)]

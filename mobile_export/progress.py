@@ -24,7 +24,8 @@ class Progress:
             print(f"[{time.monotonic() - self.start:7.1f}s] {message}", file=self.stream, flush=True)
 
     @contextlib.contextmanager
-    def step(self, name: str):
+    def step(self, name: str, heartbeat: bool = True):
+        """Time a step; while it runs, say it is still working (unless it reports progress itself)."""
         self.say(f"{name} ...")
         t0 = time.monotonic()
         done = threading.Event()
@@ -33,7 +34,7 @@ class Progress:
             while not done.wait(self.heartbeat):
                 self.say(f"{name}: still working ({time.monotonic() - t0:.0f}s)")
 
-        thread = threading.Thread(target=beat, daemon=True) if self.enabled else None
+        thread = threading.Thread(target=beat, daemon=True) if self.enabled and heartbeat else None
         if thread:
             thread.start()
         try:

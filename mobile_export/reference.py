@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .tasks import TaskSpec
+from .tasks import OutputKind, TaskSpec
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -64,12 +64,47 @@ def tokenize(tokenizer, texts: list[str], max_len: int) -> list[Example]:
 
 @torch.no_grad()
 def reference_outputs(model: torch.nn.Module, task: TaskSpec, examples: list[Example]) -> list[list[np.ndarray]]:
-    """fp32 outputs of the unmodified transformers model (its own mask path), per example."""
+    """fp32 outputs of the unmodified transformers model (its own mask path), one example at a time."""
     results = []
     for ex in examples:
         out = model(**{k: torch.from_numpy(v) for k, v in ex.feeds.items()})
         results.append([out[name].detach().float().numpy() for name in task.outputs])
     return results
+
+
+@torch.no_grad()
+def reference_batch(model: torch.nn.Module, task: TaskSpec, examples: list[Example],
+                    pad_id: int = 0) -> list[list[np.ndarray]]:
+    """fp32 outputs of several examples run as one batch, right-padded to the longest (attention mask 0
+    and token type 0 on the padding), each cut back to its own length: per example, what
+    ``reference_outputs`` gives, within fp32 rounding."""
+    longest = max(ex.length for ex in examples)
+    feeds = {name: np.zeros((len(examples), longest), dtype=np.int64) for name in INPUT_NAMES}
+    feeds["input_ids"][:] = pad_id
+    for b, ex in enumerate(examples):
+        for name in INPUT_NAMES:
+            feeds[name][b, : ex.length] = ex.feeds[name][0]
+    out = model(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    per_token = task.kind is not OutputKind.SEQUENCE_LOGITS  # outputs with a sequence axis (axis 1)
+    results = []
+    for b, ex in enumerate(examples):
+        outs = []
+        for name in task.outputs:
+            o = out[name][b: b + 1]
+            outs.append((o[:, : ex.length] if per_token else o).detach().float().clone().numpy())
+        results.append(outs)
+    return results
+
+
+def output_width(config, task: TaskSpec) -> int:
+    """How many output values the model gives per token (per example for sequence classification)."""
+    if task.kind is OutputKind.HIDDEN_STATES:
+        return int(config.hidden_size)
+    if task.kind is OutputKind.SPAN_LOGITS:
+        return 2
+    if task.name == "fill-mask":
+        return int(config.vocab_size)
+    return int(config.num_labels)
 
 
 def example_inputs(batch: int, seq: int, vocab_size: int) -> tuple[torch.Tensor, ...]:

@@ -13,8 +13,10 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.cli import main
-from mobile_export.parity import by_length, cross_runtime, plot_data
+from mobile_export.config import Thresholds
+from mobile_export.parity import CrossRuntime, PlotSampler
 from mobile_export.tasks import get_task
+from mobile_export.verify import compare
 
 
 def _run(argv, capsys):
@@ -27,16 +29,22 @@ def test_by_length_and_cross_runtime_hand_computed():
     task = get_task("text-classification")
     ref = [[np.array([[1.0, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[3.0, 1.0]])]]
     act = [[np.array([[1.5, 0.0]])], [np.array([[0.0, 2.0]])], [np.array([[0.0, 1.0]])]]
-    rows = [r.to_dict() for r in by_length(task, ref, act, [5, 20, 21])]
+    rows = [r.to_dict() for r in compare(task, ref, act, Thresholds(), lengths=[5, 20, 21]).by_length]
     assert [r["bucket"] for r in rows] == ["1-16", "17-32"]
     short, mid = rows
     assert short["examples"] == 1 and short["max_abs_diff"] == pytest.approx(0.5)
     assert short["sqnr_db"] == pytest.approx(10 * np.log10(1.0 / 0.25))
     assert mid["examples"] == 2 and mid["max_abs_diff"] == pytest.approx(3.0) and mid["agreement"] == 0.5
     assert mid["mean_abs_diff"] == pytest.approx(3.0 / 4)
-    cross = cross_runtime(task, {"a": ref, "b": act})
+    cross = CrossRuntime(task, ["a", "b"])
+    for r, a in zip(ref, act):
+        cross.add({"a": r, "b": a})
+    cross = cross.rows()
     assert cross == [{"a": "a", "b": "b", "agreement": pytest.approx(2 / 3), "decisions": 3, "max_abs_diff": 3.0}]
-    pd = plot_data(ref, act, [5, 20, 21]).to_dict()
+    sampler = PlotSampler()
+    for r, a, n in zip(ref, act, [5, 20, 21]):
+        sampler.add(r, a, n, float(np.max(np.abs(r[0] - a[0]))))
+    pd = sampler.plot().to_dict()
     assert pd["per_example"] == [[5, 0.5], [20, 0.0], [21, 3.0]] and len(pd["reference"]) == 6
 
 
