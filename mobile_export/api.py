@@ -329,8 +329,8 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
 
 
 def _check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[ArtifactCheck], max_len: int,
-                     progress: Progress, ray: str | None = None, checkpoint: str | os.PathLike | None = None
-                     ) -> tuple[list[ArtifactResult], Tally, dict]:
+                     progress: Progress, ray: str | None = None, checkpoint: str | os.PathLike | None = None,
+                     ray_workers: int | None = None) -> tuple[list[ArtifactResult], Tally, dict]:
     """Run every artifact in its real runtime on every parity text, next to the fp32 reference, and
     judge each by its limits (in a Ray cluster at ``ray``, if given)."""
     names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks)
@@ -338,7 +338,7 @@ def _check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[Art
         if ray:
             from .distributed import run_on_ray
 
-            tally = run_on_ray(ray, str(checkpoint), loaded, checks, max_len, source, progress)
+            tally = run_on_ray(ray, str(checkpoint), loaded, checks, max_len, source, progress, ray_workers)
         else:
             tally = run_local(Checker(loaded, checks, max_len), source, progress)
     results = []
@@ -410,6 +410,12 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     """
     options = options or ParityOptions()
     progress = progress or Silent()
+    if options.ray:  # before any slow work
+        from .distributed import require_ray
+
+        require_ray()
+        if options.ray_workers is not None and options.ray_workers < 1:
+            raise BadInputError(f"--ray-workers {options.ray_workers}: pass 1 or more")
     given = [Path(a) for a in artifacts]
     paths = [backends.open_artifact(p)[1] for p in given]  # every artifact checked before any runtime sees it
     quants = []
@@ -433,7 +439,7 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     checks = [ArtifactCheck(str(g) if names.count(g.name) > 1 else g.name, backends.for_path(p), p.resolve(), q,
                             options.thresholds or Thresholds.default_for(q)) for g, p, q in zip(given, paths, quants)]
     results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, parity_data, max_len), checks,
-                                    max_len, progress, options.ray, source)
+                                    max_len, progress, options.ray, source, options.ray_workers)
     report = _build_report("mobile-export parity", loaded, run, parity_data, results,
                            {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
                             "max_seq_len": max_len},

@@ -141,10 +141,10 @@ class Tally:
         self.golden += other.golden[: GOLDEN - len(self.golden)]
 
 
-def _load_runner(check: ArtifactCheck):
+def _load_runner(check: ArtifactCheck, threads: int | None):
     info = backends.get_info(check.backend)
     try:
-        return backends.load(check.backend).Runner(check.path)
+        return backends.load(check.backend).Runner(check.path, threads)
     except Exception as exc:
         raise ArtifactLoadError(f"{check.path.name} does not load in {info.runtime}: {first_line(exc, 200)}") from exc
 
@@ -152,9 +152,10 @@ def _load_runner(check: ArtifactCheck):
 class Checker:
     """The fp32 model and every artifact's runtime, each loaded once; ``run`` adds a batch of texts to a tally."""
 
-    def __init__(self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int) -> None:
+    def __init__(self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int,
+                 threads: int | None = None) -> None:
         self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
-        self.runners = [_load_runner(c) for c in self.checks]
+        self.runners = [_load_runner(c, threads) for c in self.checks]
         self.width = output_width(loaded.config, loaded.task)
         self.per_token = loaded.task.kind is not OutputKind.SEQUENCE_LOGITS
         self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)

@@ -88,6 +88,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)")
     pa.add_argument("--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)")
     _threshold_args(pa)
+    pa.add_argument("--ray", metavar="ADDRESS",
+                    help="spread the texts over a Ray cluster: auto (the running one), host:port, or local (start one "
+                         "here); needs pip install 'mobile-export[ray]'")
+    pa.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU of the cluster)")
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
     pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -146,7 +150,7 @@ def _cmd_parity(args) -> int:
 
     quant = Quant(args.quant) if args.quant else None
     options = ParityOptions(data=args.data, quant=quant, thresholds=_thresholds(args, quant or Quant.INT8),
-                            task=args.task, max_seq_len=args.max_seq_len)
+                            task=args.task, max_seq_len=args.max_seq_len, ray=args.ray, ray_workers=args.ray_workers)
     report = parity_check(args.checkpoint, args.artifacts, out=args.out, options=options,
                           progress=Silent() if args.quiet else Progress())
     print(summary(report))

@@ -32,8 +32,8 @@ class PlotData:
 
 class BottomK:
     """A uniform random sample of at most ``k`` rows from a stream of any length: every row gets a
-    uniform key, the ``k`` smallest keys are kept. A batch of ``n`` rows draws only the rows whose keys
-    can enter (their number is binomial), so a million output values cost a few draws. Samples of
+    uniform key, the ``k`` smallest keys are kept. A batch of ``n`` rows draws keys only for the rows
+    that can enter (at most ``k``), so a million output values cost a few thousand draws. Samples of
     consecutive streams merge into a sample of their concatenation."""
 
     def __init__(self, k: int, width: int, seed: int = 0) -> None:
@@ -48,11 +48,17 @@ class BottomK:
         """Offer the rows given as equal-length columns."""
         n = len(columns[0])
         bound = 1.0 if len(self.keys) < self.k else float(self.keys.max())
-        take = int(self.rng.binomial(n, bound)) if bound < 1.0 else n
-        if take:
-            pos = np.sort(self.rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
-            rows = np.stack([np.asarray(c, np.float64)[pos] for c in columns], axis=1)
-            self._keep(self.rng.random(take) * bound, self.seen + pos, rows)
+        take = int(self.rng.binomial(n, bound)) if bound < 1.0 else n  # rows whose keys fall below the bound
+        if take > self.k:  # only the k smallest of them can stay: the k-th is Beta-distributed, the rest below it
+            top = bound * float(self.rng.beta(self.k, take - self.k + 1))
+            keys = np.append(self.rng.random(self.k - 1) * top, top)
+            self.rng.shuffle(keys)
+        else:
+            keys = self.rng.random(take) * bound
+        if len(keys):
+            pos = np.sort(self.rng.choice(n, size=len(keys), replace=False))
+            rows = np.stack([np.asarray(c)[pos].astype(np.float64) for c in columns], axis=1)
+            self._keep(keys, self.seen + pos, rows)
         self.seen += n
 
     def merge(self, other: "BottomK") -> None:
@@ -83,7 +89,7 @@ class PlotSampler:
 
     def add(self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int, max_abs_diff: float) -> None:
         """Offer one example's outputs and its max |diff|."""
-        self.values.add([np.concatenate([np.ravel(o) for o in reference]), np.concatenate([np.ravel(o) for o in actual])])
+        self.values.add([_flat(reference), _flat(actual)])
         self.examples.add([np.array([length]), np.array([max_abs_diff])])
 
     def merge(self, other: "PlotSampler") -> None:
@@ -95,6 +101,11 @@ class PlotSampler:
         return PlotData(reference=[round(float(v), 5) for v in values[:, 0]],
                         artifact=[round(float(v), 5) for v in values[:, 1]],
                         per_example=[[int(n), float(d)] for n, d in examples])
+
+
+def _flat(outputs: Sequence[np.ndarray]) -> np.ndarray:
+    """All output values in one vector (a view when there is one output)."""
+    return np.ravel(outputs[0]) if len(outputs) == 1 else np.concatenate([np.ravel(o) for o in outputs])
 
 
 class CrossRuntime:

@@ -129,21 +129,22 @@ def _decisions(kind: OutputKind, outputs: list[np.ndarray]) -> np.ndarray:
     return _rows(kind, outputs).argmax(-1) if kind is not OutputKind.HIDDEN_STATES else np.zeros(0, np.int64)
 
 
-def _rows(kind: OutputKind, outputs: list[np.ndarray]) -> np.ndarray:
+def _rows(kind: OutputKind, outputs: Sequence[np.ndarray], dtype: type | None = np.float64) -> np.ndarray:
     """One row of scores per decision: per example (sequence classification), per token (token
-    classification, fill-mask: every position's vocabulary argmax is a slot), per span end (QA)."""
+    classification, fill-mask: every position's vocabulary argmax is a slot), per span end (QA). In
+    ``dtype``, or as the outputs are (None: no copy; argmax and the top two do not change in float64)."""
     if kind in (OutputKind.SEQUENCE_LOGITS, OutputKind.TOKEN_LOGITS):
-        return np.asarray(outputs[0], np.float64).reshape(-1, outputs[0].shape[-1])
+        return np.asarray(outputs[0], dtype).reshape(-1, np.shape(outputs[0])[-1])
     if kind is OutputKind.SPAN_LOGITS:
-        return np.stack([np.asarray(o, np.float64).reshape(-1) for o in outputs])
+        return np.stack([np.asarray(o, dtype).reshape(-1) for o in outputs])
     return np.zeros((0, 1))
 
 
 def _margins(rows: np.ndarray) -> np.ndarray:
-    """Top-1 minus top-2 score of each row (inf when a row has one score)."""
+    """Top-1 minus top-2 score of each row, in float64 (inf when a row has one score)."""
     if rows.shape[-1] < 2:
         return np.full(rows.shape[0], np.inf)
-    top = np.partition(rows, -2, axis=-1)
+    top = np.partition(rows, -2, axis=-1)[:, -2:].astype(np.float64)
     return top[:, -1] - top[:, -2]
 
 
@@ -288,23 +289,33 @@ class ParityAccumulator:
         i = self.total.examples
         if len(reference) != len(actual):
             raise ValueError(f"example {i}: {len(actual)} outputs, expected {len(reference)}")
-        parts = []
-        for r, a in zip(reference, actual):
+        maxes, signals, counts, abs_sums, noises, cosines = [], [], [], [], [], []
+        for r, a in zip(reference, actual):  # one output at a time, at most three full-size float64 arrays alive
             r = np.asarray(r, dtype=np.float64)
             a = np.asarray(a, dtype=np.float64)
             if r.shape != a.shape:
                 raise ValueError(f"example {i}: output shape {a.shape}, expected {r.shape}")
-            diff = np.abs(r - a)
-            if not np.all(np.isfinite(a)):
-                diff = np.where(np.isfinite(a), diff, np.inf)
-            parts.append((r, a, diff))
-        m = max((float(d.max()) if d.size else 0.0) for _, _, d in parts)
-        signal = float(sum(np.sum(r * r) for r, _, _ in parts))
-        count = int(sum(d.size for _, _, d in parts))
+            with np.errstate(invalid="ignore", over="ignore"):
+                cosines.append(cosine(r, a))
+                bad = None if np.all(np.isfinite(a)) else ~np.isfinite(a)
+                diff = r - a
+                del a
+                noises.append(np.sum(diff * diff))
+                np.abs(diff, out=diff)
+                if bad is not None:
+                    diff[bad] = np.inf
+                maxes.append(float(diff.max()) if diff.size else 0.0)
+                abs_sums.append(diff.sum())
+                counts.append(diff.size)
+                del diff
+                signals.append(np.sum(r * r))
+        m = max(maxes)
+        signal = float(sum(signals))
+        count = int(sum(counts))
         decisions = agree = decisive = decisive_agree = 0
         if self.task.has_argmax:
-            rows = _rows(self.task.kind, reference)
-            dr, da = rows.argmax(-1), _rows(self.task.kind, actual).argmax(-1)
+            rows = _rows(self.task.kind, reference, None)
+            dr, da = rows.argmax(-1), _rows(self.task.kind, actual, None).argmax(-1)
             margins, same = _margins(rows), dr == da
             clear = margins > 2.0 * m
             decisions, agree = int(dr.size), int(np.sum(same))
@@ -320,10 +331,9 @@ class ParityAccumulator:
                 self.artifact_right += int(da[0] == label)
         if label is not None:
             self.labelled += 1
-        with np.errstate(invalid="ignore", over="ignore"):
-            abs_sum = float(sum(d.sum() for _, _, d in parts))
-            noise = float(sum(np.sum((r - a) ** 2) for r, a, _ in parts))
-            cos = min(cosine(r, a) for r, a, _ in parts)
+        abs_sum = float(sum(abs_sums))
+        noise = float(sum(noises))
+        cos = min(cosines)
         n = max(1, count)
         bucket = bucket_of(length)
         self.total.add(m, abs_sum, count, signal, noise, cos, decisions, agree)
