@@ -187,8 +187,8 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         checks = [ArtifactCheck(path.name, backend, path, options.quant, options.effective_thresholds)
                   for backend, path, _, _ in exported]
         try:
-            results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks,
-                                            max_len, progress)
+            results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len),
+                                                         checks, max_len, progress)
         except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
             raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
         for r, (_, _, stats, seconds) in zip(results, exported):
@@ -433,13 +433,13 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
             raise BadInputError(f"--out {out} is a file; pass a folder")
     with progress.step("loading checkpoint"):
         loaded = load_checkpoint(source, options.task)
-    parity_data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     max_len = _max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
     names = [p.name for p in given]
     checks = [ArtifactCheck(str(g) if names.count(g.name) > 1 else g.name, backends.for_path(p), p.resolve(), q,
                             options.thresholds or Thresholds.default_for(q)) for g, p, q in zip(given, paths, quants)]
-    results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, parity_data, max_len), checks,
-                                    max_len, progress, options.ray, source, options.ray_workers)
+    results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks,
+                                                 max_len, progress, options.ray, source, options.ray_workers)
     report = _build_report("mobile-export parity", loaded, run, parity_data, results,
                            {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
                             "max_seq_len": max_len},
