@@ -28,9 +28,9 @@ from .tasks import OutputKind, TaskSpec
 from .texts import long_texts, parity_texts
 from .verify import ParityAccumulator
 
-WINDOW_VALUES = 32_000_000  # fp32 reference output values held at once (128 MB)
+WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
-BATCH_VALUES = 16_000_000  # padded output values of one reference batch
+BATCH_VALUES = 8_000_000  # padded output values of one reference batch (32 MB)
 BATCH_TOKENS = 8192  # padded tokens of one reference batch (attention activations)
 BATCH_TEXTS = 32
 GOLDEN = 3  # short examples with their ids and fp32 outputs, for on-device self-tests

@@ -290,16 +290,16 @@ class ParityAccumulator:
         if len(reference) != len(actual):
             raise ValueError(f"example {i}: {len(actual)} outputs, expected {len(reference)}")
         maxes, signals, counts, abs_sums, noises, cosines = [], [], [], [], [], []
-        for r, a in zip(reference, actual):  # one output at a time, at most three full-size float64 arrays alive
+        for r, a in zip(reference, actual):  # one output at a time, at most two full-size float64 arrays alive
             r = np.asarray(r, dtype=np.float64)
-            a = np.asarray(a, dtype=np.float64)
-            if r.shape != a.shape:
-                raise ValueError(f"example {i}: output shape {a.shape}, expected {r.shape}")
+            if r.shape != np.shape(a):
+                raise ValueError(f"example {i}: output shape {np.shape(a)}, expected {r.shape}")
             with np.errstate(invalid="ignore", over="ignore"):
+                signals.append(np.sum(r * r))
                 cosines.append(cosine(r, a))
                 bad = None if np.all(np.isfinite(a)) else ~np.isfinite(a)
-                diff = r - a
-                del a
+                diff = np.subtract(r, a, dtype=np.float64)  # a converted exactly, as np.asarray(a, float64) would
+                del r
                 noises.append(np.sum(diff * diff))
                 np.abs(diff, out=diff)
                 if bad is not None:
@@ -308,7 +308,6 @@ class ParityAccumulator:
                 abs_sums.append(diff.sum())
                 counts.append(diff.size)
                 del diff
-                signals.append(np.sum(r * r))
         m = max(maxes)
         signal = float(sum(signals))
         count = int(sum(counts))
