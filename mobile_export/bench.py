@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import ArtifactLoadError, BadInputError
+from .errors import ArtifactLoadError
 
 def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int) -> dict:
     """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.bench``)."""

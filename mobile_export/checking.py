@@ -26,7 +26,7 @@ from .progress import Progress
 from .reference import Example, output_width, reference_batch, tokenize
 from .tasks import OutputKind, TaskSpec
 from .texts import long_texts, parity_texts
-from .verify import ParityAccumulator
+from .accumulate import ParityAccumulator
 
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256

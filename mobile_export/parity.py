@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .tasks import TaskSpec
-from .verify import _decisions
+from .verify import decisions_of
 
 MAX_POINTS = 3000
 
@@ -126,7 +126,7 @@ class CrossRuntime:
                     self.max_diff[k] = max(self.max_diff[k],
                                            float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))))
             if self.task.has_argmax:
-                da, db = _decisions(self.task.kind, outputs[a]), _decisions(self.task.kind, outputs[b])
+                da, db = decisions_of(self.task.kind, outputs[a]), decisions_of(self.task.kind, outputs[b])
                 self.agree[k] += int(np.sum(da == db))
                 self.total[k] += int(da.size)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from mobile_export.config import MIN_BUCKET_EXAMPLES, Thresholds
 from mobile_export.tasks import OutputKind, TaskSpec
-from mobile_export.verify import TIE_ERROR_CAP, _margins, _rows, _sqnr_from_sums, bucket_name, BUCKETS, cosine
+from mobile_export.verify import BUCKETS, TIE_ERROR_CAP, bucket_name, cosine, rows_of, sqnr_from_sums, top_margins
 
 
 def _example_stats(task: TaskSpec, reference, actual) -> list[dict]:
@@ -33,16 +33,16 @@ def _example_stats(task: TaskSpec, reference, actual) -> list[dict]:
     for parts, m, sig, n, ref_outs, act_outs in zip(parts_all, ex_max, signals, counts, reference, actual):
         s = dict(max_abs_diff=m, count=n, signal=sig, decisions=0, agree=0, decisive=0, decisive_agree=0)
         if task.has_argmax:
-            rows = _rows(task.kind, ref_outs)
-            dr, da = rows.argmax(-1), _rows(task.kind, act_outs).argmax(-1)
-            clear = _margins(rows) > 2.0 * min(m, cap)
+            rows = rows_of(task.kind, ref_outs)
+            dr, da = rows.argmax(-1), rows_of(task.kind, act_outs).argmax(-1)
+            clear = top_margins(rows) > 2.0 * min(m, cap)
             s.update(decisions=int(dr.size), agree=int(np.sum(dr == da)), decisive=int(np.sum(clear)),
                      decisive_agree=int(np.sum((dr == da) & clear)))
         with np.errstate(invalid="ignore", over="ignore"):
             s["abs_sum"] = float(sum(d.sum() for _, _, d in parts))
             s["noise"] = float(sum(np.sum((r - a) ** 2) for r, a, _ in parts))
             s["min_cosine"] = min(cosine(r, a) for r, a, _ in parts)
-        s["sqnr_db"] = _sqnr_from_sums(max(sig / max(1, n), typical), s["noise"] / max(1, n))
+        s["sqnr_db"] = sqnr_from_sums(max(sig / max(1, n), typical), s["noise"] / max(1, n))
         out.append(s)
     return out
 
@@ -53,7 +53,7 @@ def _pooled(stats: list[dict]) -> dict:
     return dict(
         examples=len(stats), max_abs_diff=max(s["max_abs_diff"] for s in stats),
         mean_abs_diff=sum(s["abs_sum"] for s in stats) / max(1, sum(s["count"] for s in stats)),
-        sqnr_db=_sqnr_from_sums(sum(s["signal"] for s in stats), sum(s["noise"] for s in stats)),
+        sqnr_db=sqnr_from_sums(sum(s["signal"] for s in stats), sum(s["noise"] for s in stats)),
         min_cosine=min(s["min_cosine"] for s in stats), min_example_sqnr_db=min(s["sqnr_db"] for s in stats),
         decisions=decisions, agreement=sum(s["agree"] for s in stats) / decisions if decisions else None,
         decisive=decisive,
@@ -77,8 +77,8 @@ def oracle(task: TaskSpec, reference, actual, t: Thresholds, texts, lengths, lab
     accuracy = None
     labelled = [(i, y) for i, y in enumerate(labels or []) if y is not None]
     if labelled and task.kind is OutputKind.SEQUENCE_LOGITS:
-        ref_right = sum(int(_rows(task.kind, reference[i]).argmax(-1)[0] == y) for i, y in labelled)
-        act_right = sum(int(_rows(task.kind, actual[i]).argmax(-1)[0] == y) for i, y in labelled)
+        ref_right = sum(int(rows_of(task.kind, reference[i]).argmax(-1)[0] == y) for i, y in labelled)
+        act_right = sum(int(rows_of(task.kind, actual[i]).argmax(-1)[0] == y) for i, y in labelled)
         accuracy = (ref_right / len(labelled), act_right / len(labelled))
     order = sorted(range(len(stats)), key=lambda i: -stats[i]["max_abs_diff"])[:n_worst]
     return dict(pooled=pooled, low=len(low),

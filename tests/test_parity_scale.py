@@ -22,7 +22,7 @@ from mobile_export.loading import load_checkpoint
 from mobile_export.progress import Progress
 from mobile_export.reference import reference_batch, reference_outputs, tokenize
 from mobile_export.texts import builtin_texts, long_text
-from mobile_export.verify import compare
+from mobile_export.accumulate import compare
 from parity_oracle import oracle
 
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"

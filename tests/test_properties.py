@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from mobile_export.config import Thresholds
 from mobile_export.tasks import get_task
-from mobile_export.verify import compare
+from mobile_export.accumulate import compare
 
 TASK = get_task("text-classification")
 NONE = Thresholds(max_abs_diff=None, min_agreement=None, min_sqnr_db=None)

@@ -16,7 +16,7 @@ from mobile_export.cli import main
 from mobile_export.config import Thresholds
 from mobile_export.parity import CrossRuntime, PlotSampler
 from mobile_export.tasks import get_task
-from mobile_export.verify import compare
+from mobile_export.accumulate import compare
 
 
 def _run(argv, capsys):

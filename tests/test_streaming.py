@@ -12,7 +12,7 @@ import pytest
 from mobile_export.config import Quant, Thresholds
 from mobile_export.parity import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
 from mobile_export.tasks import get_task
-from mobile_export.verify import ParityAccumulator, compare
+from mobile_export.accumulate import ParityAccumulator, compare
 from parity_oracle import oracle
 
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
