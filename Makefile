@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm
+.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm \
+	arm64-env test-arm64
 
 install: $(STAMP)
 
@@ -40,6 +41,17 @@ test: install
 
 test-all: install
 	$(BIN)/python -m pytest -q -m ''
+
+# The ARM64 builds of ExecuTorch and ONNX Runtime under qemu (phone CPU models), prepared once into
+# ~/.cache/mobile-export/arm64 (or $$MOBILE_EXPORT_ARM64_ENV): about 3 minutes and 1.5 GB. Needs
+# `apt-get install -y debootstrap binutils-aarch64-linux-gnu` and root (.ci/run does both).
+arm64-env: install
+	$(BIN)/python -m mobile_export.arm64.env --if-missing
+
+# The demo's int8 and int4 .pte and .onnx on cortex-a53, cortex-a76 and cortex-a710, and the gate refusing a
+# run that differs on one of them.
+test-arm64: arm64-env
+	$(BIN)/python -m pytest -q -s -m arm64 tests/test_arm64.py
 
 # android_demo/core: plain Java, compiled with javac and tested with JUnit 4 on the JVM. Needs
 # `apt-get install -y default-jdk-headless junit4 libandroid-json-java` (.ci/run installs them).

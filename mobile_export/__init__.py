@@ -4,26 +4,30 @@ Public API::
 
     from mobile_export import export, ExportOptions, Backend, Quant
     result = export("path/to/albert", "out/", ExportOptions(quant=Quant.INT8))
+
+The names load on first use, so a process that needs one module (the emulated ARM64 worker needs only
+the runtimes' runners) does not import the whole pipeline.
 """
 
-from .api import ArtifactResult, ExportResult, export, parity_check, size_report, write_tokenizer
-from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
-from .errors import (
-    BadInputError,
-    BudgetError,
-    CheckpointError,
-    ExitCode,
-    ExportFailedError,
-    MobileExportError,
-    OutputError,
-    ParityError,
-    UnsupportedError,
-)
-from .loading import LoadedModel, load_checkpoint
+from __future__ import annotations
 
-__all__ = [
-    "ArtifactResult", "Backend", "BadInputError", "BudgetError", "CheckpointError", "ExitCode",
-    "ExportFailedError", "ExportOptions", "ExportResult", "LoadedModel", "MobileExportError", "OutputError",
-    "ParityError", "ParityOptions", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
-    "parity_check", "size_report", "write_tokenizer",
-]
+import importlib
+
+_HOMES = {
+    "ArtifactResult": "api", "ExportResult": "api", "export": "api", "parity_check": "api", "size_report": "api",
+    "write_tokenizer": "api", "Backend": "config", "ExportOptions": "config", "ParityOptions": "config",
+    "Quant": "config", "Thresholds": "config", "BadInputError": "errors", "BudgetError": "errors",
+    "CheckpointError": "errors", "ExitCode": "errors", "ExportFailedError": "errors", "MobileExportError": "errors",
+    "OutputError": "errors", "ParityError": "errors", "UnsupportedError": "errors", "LoadedModel": "loading",
+    "load_checkpoint": "loading",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    """The public name ``name``, imported from its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'mobile_export' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -60,6 +60,7 @@ class ArtifactResult:
     parity: ParityResult
     stats: dict = field(default_factory=dict)  # backend-specific export and runtime facts, as JSON
     plot: PlotData | None = None
+    isa: list[dict] = field(default_factory=list)  # the same artifact on other instruction sets (emulated)
 
 
 @dataclass
@@ -330,19 +331,25 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
 
 def _check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[ArtifactCheck], max_len: int,
                      progress: Progress, ray: str | None = None, checkpoint: str | os.PathLike | None = None,
-                     ray_workers: int | None = None) -> tuple[list[ArtifactResult], Tally, dict]:
+                     ray_workers: int | None = None, arm64=None) -> tuple[list[ArtifactResult], Tally, dict]:
     """Run every artifact in its real runtime on every parity text, next to the fp32 reference, and
     judge each by its limits (in a Ray cluster at ``ray``, if given)."""
-    names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks)
-    with progress.step(f"parity on {len(source):,} texts: fp32 reference and {names}", heartbeat=False):
+    names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks if c.cpu is None)
+    cpus = sorted({c.cpu for c in checks if c.cpu}, key=[c.cpu for c in checks].index)
+    on_arm = f"; on ARM64 under emulation: {', '.join(cpus)}" if cpus else ""
+    with progress.step(f"parity on {len(source):,} texts: fp32 reference and {names}{on_arm}", heartbeat=False):
         if ray:
             from .distributed import run_on_ray
 
             tally = run_on_ray(ray, str(checkpoint), loaded, checks, max_len, source, progress, ray_workers)
         else:
-            tally = run_local(Checker(loaded, checks, max_len), source, progress)
+            tally = run_local(Checker(loaded, checks, max_len, arm64=arm64), source, progress)
     results = []
+    by_name = {}
     for j, check in enumerate(checks):
+        if check.cpu:
+            _add_isa(by_name[check.host], check, tally, j, source, progress)
+            continue
         module = backends.load(check.backend)
         parity = tally.parity[j].result(check.thresholds, source.texts_at)
         cov = module.coverage(check.path, check.quant)  # quantization/delegation coverage is part of parity
@@ -361,6 +368,7 @@ def _check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[Art
                                       bytes=sum(f.stat().st_size for f in backends.artifact_files(check.path)),
                                       sha256=sha256_file(check.path), export_seconds=0.0, parity=parity, stats=stats,
                                       plot=tally.plots[j].plot()))
+        by_name[check.name] = results[-1]
     parity_data = {**source.describe(), "labelled": tally.labelled, "lengths": sorted(tally.lengths),
                    "reference_texts_per_second":
                    round(tally.n_examples / tally.reference_seconds, 2) if tally.reference_seconds else None}
@@ -371,7 +379,7 @@ def _artifact_dict(r: ArtifactResult) -> dict:
     return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
             "scheme": scheme_name(r.quant.value, (r.stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE),
             "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
-            "parity": r.parity.to_dict(),
+            "parity": {**r.parity.to_dict(), **({"isa": r.isa} if r.isa else {})},
             "plot": r.plot.to_dict() if r.plot else {}}
 
 
@@ -416,6 +424,7 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         require_ray()
         if options.ray_workers is not None and options.ray_workers < 1:
             raise BadInputError(f"--ray-workers {options.ray_workers}: pass 1 or more")
+    arm64 = _arm64_env(options)
     given = [Path(a) for a in artifacts]
     paths = [backends.open_artifact(p)[1] for p in given]  # every artifact checked before any runtime sees it
     quants = []
@@ -438,8 +447,11 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
     names = [p.name for p in given]
     checks = [ArtifactCheck(str(g) if names.count(g.name) > 1 else g.name, backends.for_path(p), p.resolve(), q,
                             options.thresholds or Thresholds.default_for(q)) for g, p, q in zip(given, paths, quants)]
+    if arm64 is not None:
+        checks += [ArtifactCheck(f"{c.name} [arm64 {cpu}]", c.backend, c.path, c.quant, c.thresholds, cpu=cpu, host=c.name)
+                   for cpu in options.cpus for c in list(checks)]
     results, run, parity_data = _check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks,
-                                                 max_len, progress, options.ray, source, options.ray_workers)
+                                                 max_len, progress, options.ray, source, options.ray_workers, arm64)
     report = _build_report("mobile-export parity", loaded, run, parity_data, results,
                            {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name,
                             "max_seq_len": max_len},
@@ -453,6 +465,49 @@ def parity_check(source: str | os.PathLike, artifacts: list[str | os.PathLike], 
         where = f"; details in {out / 'report.md'}" if out is not None else ""
         raise ParityError(f"parity check failed ({failed}){where}")
     return report
+
+
+def _add_isa(host: ArtifactResult, check: ArtifactCheck, tally: Tally, j: int, source: ParitySource,
+             progress: Progress) -> None:
+    """One CPU model's run of ``host``'s artifact: judged by the same limits against fp32, and by decisive
+    agreement with the run on this machine; a failure fails the artifact, naming the CPU model."""
+    own = tally.parity[j].result(check.thresholds, source.texts_at)
+    agreement = check.thresholds.min_agreement if check.thresholds.min_agreement is not None else 0.99
+    vs_host = tally.vs_host[j].result(Thresholds(min_agreement=agreement), source.texts_at)
+    failures = list(own.failures) + [f"agreement with this machine's run: {f}" for f in vs_host.failures]
+    entry = {"isa": "arm64", "cpu": check.cpu, "n_examples": own.n_examples, "max_abs_diff": own.max_abs_diff,
+             "sqnr_db": own.sqnr_db, "min_example_sqnr_db": own.min_example_sqnr_db, "agreement": own.agreement,
+             "decisive_agreement": own.decisive_agreement, "near_ties": own.near_ties, "accuracy": own.accuracy,
+             "vs_host": {"decisive_agreement": vs_host.decisive_agreement, "agreement": vs_host.agreement,
+                         "max_abs_diff": vs_host.max_abs_diff, "sqnr_db": vs_host.sqnr_db,
+                         "min_agreement": agreement},
+             "passed": not failures, "failures": failures}
+    host.isa.append(entry)
+    if failures:
+        host.parity = dataclasses.replace(host.parity, failures=host.parity.failures + tuple(
+            f"arm64 {check.cpu}: {f}" for f in failures))
+    verdict = "passed" if not failures else "FAILED: " + "; ".join(failures)
+    progress.say(f"{host.file} on arm64 {check.cpu}: {own.headline()}; vs this machine max|diff| "
+                 f"{vs_host.max_abs_diff:.3g}, agreement {vs_host.agreement if vs_host.agreement is None else f'{vs_host.agreement:.2%}'}"
+                 f" -> {verdict}")
+
+
+def _arm64_env(options: ParityOptions):
+    """The prepared ARM64 environment when ``options`` ask for it (checked before any slow work)."""
+    if options.isa in (None, "host"):
+        return None
+    if options.isa != "arm64":
+        raise BadInputError(f"--isa {options.isa}: supported are host and arm64")
+    if options.ray:
+        raise BadInputError("--isa arm64 runs on this machine; drop --ray")
+    known = ("cortex-a53", "cortex-a55", "cortex-a57", "cortex-a72", "cortex-a76", "cortex-a710", "neoverse-n1",
+             "neoverse-n2", "neoverse-v1", "a64fx", "max")
+    unknown = [c for c in options.cpus if c not in known]
+    if unknown or not options.cpus:
+        raise BadInputError(f"--cpus {','.join(unknown) or '(none)'}: pass qemu CPU models, e.g. {','.join(known[:6])}")
+    from .arm64.env import locate
+
+    return locate(options.arm64_env)
 
 
 def _build_report(tool: str, loaded: LoadedModel, run: Tally, parity_data: dict, results: list[ArtifactResult],

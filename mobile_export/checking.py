@@ -93,13 +93,16 @@ class ParitySource:
 
 @dataclass(frozen=True)
 class ArtifactCheck:
-    """One artifact to run: its name in the report, its file and format, and the limits it is held to."""
+    """One artifact to run: its name in the report, its file and format, and the limits it is held to;
+    with ``cpu``, on that ARM64 CPU model under emulation, compared also with the run named ``host``."""
 
     name: str
     backend: Backend
     path: Path
     quant: Quant
     thresholds: Thresholds
+    cpu: str | None = None
+    host: str | None = None
 
 
 @dataclass
@@ -110,17 +113,19 @@ class Tally:
     parity: list[ParityAccumulator]
     plots: list[PlotSampler]
     seconds: list[array]  # per artifact, each example's run time
-    cross: CrossRuntime
+    cross: CrossRuntime  # between the artifacts run on this machine
+    vs_host: dict[int, ParityAccumulator] = field(default_factory=dict)  # emulated run k against its host run
     lengths: set[int] = field(default_factory=set)
     labelled: int = 0
     reference_seconds: float = 0.0
     golden: list[dict] = field(default_factory=list)
 
     @staticmethod
-    def empty(task: TaskSpec, names: Sequence[str], seed: int = 0) -> "Tally":
-        """A tally of no texts for these artifacts (``seed`` draws its plot samples)."""
-        return Tally([ParityAccumulator(task) for _ in names], [PlotSampler(seed) for _ in names],
-                     [array("d") for _ in names], CrossRuntime(task, names))
+    def empty(task: TaskSpec, checks: Sequence[ArtifactCheck], seed: int = 0) -> "Tally":
+        """A tally of no texts for these checks (``seed`` draws its plot samples)."""
+        return Tally([ParityAccumulator(task) for _ in checks], [PlotSampler(seed) for _ in checks],
+                     [array("d") for _ in checks], CrossRuntime(task, [c.name for c in checks if c.cpu is None]),
+                     vs_host={k: ParityAccumulator(task) for k, c in enumerate(checks) if c.cpu is not None})
 
     @property
     def n_examples(self) -> int:
@@ -135,6 +140,8 @@ class Tally:
         for mine_s, theirs_s in zip(self.seconds, other.seconds):
             mine_s.extend(theirs_s)
         self.cross.merge(other.cross)
+        for k, acc in self.vs_host.items():
+            acc.merge(other.vs_host[k])
         self.lengths |= other.lengths
         self.labelled += other.labelled
         self.reference_seconds += other.reference_seconds
@@ -150,18 +157,41 @@ def _load_runner(check: ArtifactCheck, threads: int | None):
 
 
 class Checker:
-    """The fp32 model and every artifact's runtime, each loaded once; ``run`` adds a batch of texts to a tally."""
+    """The fp32 model and every artifact's runtime, each loaded once; ``run`` adds a batch of texts to a tally.
+    Checks on an ARM64 CPU model run in one emulated process per model (``arm64``: the prepared
+    environment); ``close`` ends them."""
 
     def __init__(self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, arm64=None) -> None:
         self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
-        self.runners = [_load_runner(c, threads) for c in self.checks]
+        self.emulators: dict = {}
+        try:
+            self.runners = [self._emulated(c, arm64) if c.cpu else _load_runner(c, threads) for c in self.checks]
+            for check, runner in zip(self.checks, self.runners):
+                if check.cpu:
+                    runner.ready()
+        except BaseException:
+            self.close()
+            raise
         self.width = output_width(loaded.config, loaded.task)
         self.per_token = loaded.task.kind is not OutputKind.SEQUENCE_LOGITS
         self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)
 
+    def _emulated(self, check: ArtifactCheck, arm64):
+        from .arm64.emulator import Emulator, EmulatedRunner
+
+        if check.cpu not in self.emulators:
+            self.emulators[check.cpu] = Emulator(arm64, check.cpu)
+        return EmulatedRunner(self.emulators[check.cpu], check.name, check.backend.value, check.path)
+
+    def close(self) -> None:
+        """End the emulated processes."""
+        for emulator in self.emulators.values():
+            emulator.close()
+        self.emulators = {}
+
     def new_tally(self, seed: int = 0) -> Tally:
-        return Tally.empty(self.loaded.task, [c.name for c in self.checks], seed)
+        return Tally.empty(self.loaded.task, self.checks, seed)
 
     def _values(self, length: int, padded: int | None = None) -> int:
         return self.width * ((padded or length) if self.per_token else 1)
@@ -206,29 +236,40 @@ class Checker:
             for k in window:
                 ex, label, ref = examples[k], items[k][1], refs.pop(k)
                 outputs = {}
-                for j, (check, runner) in enumerate(zip(self.checks, self.runners)):
+                for check, runner in zip(self.checks, self.runners):
+                    if check.cpu:  # the emulated CPU models compute while this machine runs its own
+                        self._run_one(check, runner.submit, ex, feed=True)
+                for j, (check, runner) in enumerate(zip(self.checks, self.runners)):  # host checks come first
                     t = time.perf_counter()
-                    act = self._run_one(check, runner, ex)
+                    act = self._run_one(check, runner.result, ex, feed=False) if check.cpu else \
+                        self._run_one(check, runner.run, ex, feed=True)
                     tally.seconds[j].append(time.perf_counter() - t)
-                    _same_outputs(check.path.name, loaded, ref, act)
+                    _same_outputs(_shown(check), loaded, ref, act)
                     m = tally.parity[j].add(ref, act, ex.length, label)
                     tally.plots[j].add(ref, act, ex.length, m)
                     outputs[check.name] = act
-                tally.cross.add(outputs)
+                    if check.cpu:
+                        tally.vs_host[j].add(outputs[check.host], act, ex.length)
+                tally.cross.add({c.name: outputs[c.name] for c in self.checks if c.cpu is None})
                 tally.lengths.add(ex.length)
                 tally.labelled += label is not None
                 if len(tally.golden) < GOLDEN and ex.text and sum(o.size for o in ref) <= GOLDEN_MAX_VALUES:
                     tally.golden.append(_golden(loaded.task, ex, ref))
 
-    def _run_one(self, check: ArtifactCheck, runner, ex: Example) -> list[np.ndarray]:
+    def _run_one(self, check: ArtifactCheck, call, ex: Example, feed: bool):
         try:
-            return runner.run(ex.feeds)
+            return call(ex.feeds) if feed else call()
         except Exception as exc:  # e.g. token ids beyond a smaller vocabulary
             config = self.loaded.config
             raise ArtifactLoadError(
-                f"{check.path.name} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
+                f"{_shown(check)} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
                 f"export of this checkpoint ({config.vocab_size} words, max length "
                 f"{config.max_position_embeddings}); pass the checkpoint it was exported from") from exc
+
+
+def _shown(check: ArtifactCheck) -> str:
+    """The artifact as an error names it: its file, and the CPU model when emulated."""
+    return f"{check.path.name} on arm64 {check.cpu}" if check.cpu else check.path.name
 
 
 def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list) -> None:
@@ -253,8 +294,10 @@ class RateLine:
     """Progress a person can read on a long run: texts done of the total, texts per second overall, of
     the reference and of each runtime, and the time left; at most every ``PROGRESS_SECONDS``."""
 
-    def __init__(self, progress: Progress, total: int, names: Sequence[str]) -> None:
-        self.progress, self.total, self.names = progress, total, list(names)
+    def __init__(self, progress: Progress, total: int, checks: Sequence[ArtifactCheck]) -> None:
+        self.progress, self.total = progress, total
+        self.names = [c.name for c in checks]
+        self.timed = {c.name for c in checks if c.cpu is None}  # emulation says nothing about speed
         self.start = self.last = time.monotonic()
 
     def update(self, tally: Tally, final: bool = False) -> None:
@@ -265,7 +308,7 @@ class RateLine:
         done, elapsed = tally.n_examples, max(now - self.start, 1e-9)
         rate = done / elapsed
         parts = [f"fp32 reference {_per_second(done, tally.reference_seconds)}"]
-        parts += [f"{n} {_per_second(done, sum(s))}" for n, s in zip(self.names, tally.seconds)]
+        parts += [f"{n} {_per_second(done, sum(s))}" for n, s in zip(self.names, tally.seconds) if n in self.timed]
         left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 and done < self.total else ""
         self.progress.say(f"parity: {done:,}/{self.total:,} texts, {rate:.1f} texts/s ({'; '.join(parts)}){left}")
 
@@ -286,9 +329,12 @@ def _duration(seconds: float) -> str:
 def run_local(checker: Checker, source: ParitySource, progress: Progress, batch_texts: int = 64) -> Tally:
     """Every text of ``source`` through ``checker`` in this process, with a rate line on long runs."""
     tally = checker.new_tally()
-    line = RateLine(progress, len(source), [c.name for c in checker.checks])
-    for batch in source.batches(batch_texts):
-        checker.run(batch, tally)
-        line.update(tally)
+    line = RateLine(progress, len(source), checker.checks)
+    try:
+        for batch in source.batches(batch_texts):
+            checker.run(batch, tally)
+            line.update(tally)
+    finally:
+        checker.close()
     line.update(tally, final=True)
     return tally

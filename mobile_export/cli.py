@@ -92,6 +92,14 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="spread the texts over a Ray cluster: auto (the running one), host:port, or local (start one "
                          "here); needs pip install 'mobile-export[ray]'")
     pa.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU of the cluster)")
+    pa.add_argument("--isa", choices=["host", "arm64"], default="host",
+                    help="arm64: also run every artifact on the ARM64 builds of its runtime under emulation, per CPU "
+                         "model (prepare it once with make arm64-env)")
+    pa.add_argument("--cpus", default="cortex-a53,cortex-a76,cortex-a710",
+                    help="with --isa arm64: qemu CPU models (default cortex-a53,cortex-a76,cortex-a710: no dotprod, "
+                         "dotprod, SVE2+i8mm)")
+    pa.add_argument("--arm64-env", help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or "
+                                        "~/.cache/mobile-export/arm64)")
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
     pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -150,7 +158,9 @@ def _cmd_parity(args) -> int:
 
     quant = Quant(args.quant) if args.quant else None
     options = ParityOptions(data=args.data, quant=quant, thresholds=_thresholds(args, quant or Quant.INT8),
-                            task=args.task, max_seq_len=args.max_seq_len, ray=args.ray, ray_workers=args.ray_workers)
+                            task=args.task, max_seq_len=args.max_seq_len, ray=args.ray, ray_workers=args.ray_workers,
+                            isa=args.isa, cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
+                            arm64_env=args.arm64_env)
     report = parity_check(args.checkpoint, args.artifacts, out=args.out, options=options,
                           progress=Silent() if args.quiet else Progress())
     print(summary(report))

@@ -203,6 +203,8 @@ class ParityOptions:
         ray: address of a Ray cluster (``auto``, ``local``, ``host:port``) to spread the texts over; None
             runs in this process.
         ray_workers: workers on the cluster (default: one per CPU it has).
+        isa: ``arm64`` also runs every artifact on the ARM64 builds of its runtime, emulated, for each of
+            ``cpus`` (qemu CPU models), in the environment at ``arm64_env`` (default: the prepared one).
     """
 
     data: str | None = None
@@ -212,6 +214,9 @@ class ParityOptions:
     max_seq_len: int | None = None
     ray: str | None = None
     ray_workers: int | None = None
+    isa: str | None = None
+    cpus: tuple[str, ...] = ("cortex-a53", "cortex-a76", "cortex-a710")
+    arm64_env: str | None = None
 
 
 _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}

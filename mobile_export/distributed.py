@@ -88,8 +88,8 @@ def run_on_ray(address: str, checkpoint: str, loaded: LoadedModel, checks: Seque
         actor = ray.remote(num_cpus=1)(_Worker)
         actors = [actor.remote(checkpoint, loaded.task.name, list(checks), max_len) for _ in range(n)]
         progress.say(f"parity: {n} Ray workers at {address}, {BATCH_TEXTS} texts a batch")
-        tally = Tally.empty(loaded.task, [c.name for c in checks])
-        line = RateLine(progress, len(source), [c.name for c in checks])
+        tally = Tally.empty(loaded.task, checks)
+        line = RateLine(progress, len(source), checks)
         batches = enumerate(source.batches(BATCH_TEXTS))
         free = [a for a in actors for _ in range(QUEUED_PER_WORKER)]
         running: dict = {}

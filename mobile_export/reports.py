@@ -108,6 +108,16 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             out.append((f"{a['file']}: by sequence length (tokens)",
                         ["tokens", "examples", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB",
                          "raw agreement", "decisive agreement", "near-ties", "gated"], rows))
+    isa = [[a["file"], e["cpu"], _num(e["max_abs_diff"]), _num(e["sqnr_db"], ".1f"), _num(e["min_example_sqnr_db"], ".1f"),
+            _pct(e["decisive_agreement"]), _pct(e["accuracy"]), _num(e["vs_host"]["max_abs_diff"]),
+            _pct(e["vs_host"]["decisive_agreement"]), _pct(e["vs_host"]["agreement"]),
+            "pass" if e["passed"] else "FAIL: " + "; ".join(e["failures"])]
+           for a in report["artifacts"] for e in a["parity"].get("isa", [])]
+    if isa:
+        out.append(("On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)",
+                    ["artifact", "CPU model", "max abs diff", "SQNR dB", "min example SQNR dB", "decisive agreement",
+                     "accuracy", "max abs diff vs this machine", "decisive agreement vs this machine",
+                     "raw agreement vs this machine", "verdict"], isa))
     cross = report.get("cross_runtime") or []
     if cross:
         out.append(("Across runtimes", ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
@@ -293,6 +303,14 @@ def summary(report: dict) -> str:
         ms = a["stats"].get("parity_latency_ms", {}).get("median")
         lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
                      f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
+        for e in p.get("isa", []):
+            agree = "n/a" if e["decisive_agreement"] is None else f"{e['decisive_agreement']:.1%}"
+            acc = "n/a" if e["accuracy"] is None else f"{e['accuracy']:.2%}"
+            vs = e["vs_host"]
+            same = "n/a" if vs["agreement"] is None else f"{vs['agreement']:.1%}"
+            lines.append(f"  {e['cpu']:<16} {'':>12} {e['max_abs_diff']:>10.3g} {e['sqnr_db']:>8.1f} {agree:>7} "
+                         f"{acc:>15} {'':>8}  {'pass' if e['passed'] else 'FAIL'} (vs this machine: max|diff| "
+                         f"{vs['max_abs_diff']:.3g}, top-1 {same})")
     ties = [a["parity"].get("near_ties") for a in report["artifacts"] if a["parity"].get("agreement") is not None]
     if ties:
         lines.append(f"agree: decisive top-1 agreement (near-ties left out: {', '.join(map(str, ties))})")
