@@ -19,7 +19,7 @@ from .size import GROUPS
 
 
 
-# 3: plot.per_example is a uniform sample of at most 3,000 examples (was every example); parity_data has
+# 3: plot.per_example is a uniform sample of at most 3,000 examples; parity_data has
 # reference_texts_per_second, stats parity_texts_per_second, and parity.isa the emulated ARM64 runs.
 REPORT_SCHEMA = 3
 
