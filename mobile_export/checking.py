@@ -31,7 +31,7 @@ from .accumulate import ParityAccumulator
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
 BATCH_VALUES = 8_000_000  # padded output values of one reference batch (32 MB)
-BATCH_TOKENS = 8192  # padded tokens of one reference batch (attention activations)
+BATCH_TOKENS = 256  # padded tokens of one reference batch: more is slower on CPU (BENCHMARKS.md "Parity at scale")
 BATCH_TEXTS = 32
 GOLDEN = 3  # short examples with their ids and fp32 outputs, for on-device self-tests
 GOLDEN_MAX_VALUES = 4096
