@@ -12,6 +12,14 @@ the runtimes' runners) does not import the whole pipeline.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each name on first use
+    from .api import ArtifactResult, ExportResult, export, parity_check, size_report, write_tokenizer
+    from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
+    from .errors import (BadInputError, BudgetError, CheckpointError, ExitCode, ExportFailedError, MobileExportError,
+                         OutputError, ParityError, UnsupportedError)
+    from .loading import LoadedModel, load_checkpoint
 
 _HOMES = {
     "ArtifactResult": "api", "ExportResult": "api", "export": "api", "parity_check": "api", "size_report": "api",
