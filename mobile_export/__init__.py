@@ -29,7 +29,12 @@ _HOMES = {
     "OutputError": "errors", "ParityError": "errors", "UnsupportedError": "errors", "LoadedModel": "loading",
     "load_checkpoint": "loading",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "ArtifactResult", "Backend", "BadInputError", "BudgetError", "CheckpointError", "ExitCode",
+    "ExportFailedError", "ExportOptions", "ExportResult", "LoadedModel", "MobileExportError", "OutputError",
+    "ParityError", "ParityOptions", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
+    "parity_check", "size_report", "write_tokenizer",
+]
 
 
 def __getattr__(name: str):
