@@ -139,3 +139,16 @@ def test_missing_path_and_offline_hub_id_fail_clearly(tmp_path):
     # HF_HUB_OFFLINE=1 (conftest) and a socket guard: the hub path must fail fast and clearly
     with pytest.raises(CheckpointError, match="could not fetch 'albert-base-v2' from the Hugging Face Hub"):
         load_checkpoint("albert-base-v2")
+
+
+def test_every_public_name_imports_and_the_package_alone_imports_no_pipeline():
+    import subprocess
+    import sys
+
+    import mobile_export
+
+    for name in mobile_export.__all__:
+        assert getattr(mobile_export, name) is not None
+    code = ("import sys, mobile_export.backends.onnx; "
+            "assert 'mobile_export.api' not in sys.modules and 'transformers' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)  # what the emulated ARM64 worker relies on
