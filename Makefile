@@ -43,7 +43,7 @@ test-all: install
 	$(BIN)/python -m pytest -q -m ''
 
 # The ARM64 builds of ExecuTorch and ONNX Runtime under qemu (phone CPU models), prepared once into
-# ~/.cache/mobile-export/arm64 (or $$MOBILE_EXPORT_ARM64_ENV): about 3 minutes and 1.5 GB. Needs
+# ~/.cache/mobile-export/arm64 (or $$MOBILE_EXPORT_ARM64_ENV): about 3 minutes and 2 GB. Needs
 # `apt-get install -y debootstrap binutils-aarch64-linux-gnu` and root (.ci/run does both).
 arm64-env: install
 	$(BIN)/python -m mobile_export.arm64.env --if-missing

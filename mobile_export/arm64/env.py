@@ -6,7 +6,7 @@ It holds qemu's user-mode emulator (>= 10, from Debian's bookworm-backports: Deb
 computes SVE code wrongly and crashes ONNX Runtime's CPU detection), a Debian arm64 userland with
 Python 3.11 (debootstrap's first stage, unpacked without a chroot), the aarch64 wheels of the pinned
 runtimes (the same versions as this machine's) and stand-ins for the CUDA libraries aarch64 torch links
-(``stubs``). About 1.5 GB. Needs ``apt-get``, ``debootstrap``, ``binutils-aarch64-linux-gnu`` and root
+(``stubs``). About 2 GB. Needs ``apt-get``, ``debootstrap``, ``binutils-aarch64-linux-gnu`` and root
 (debootstrap), and reaches only Debian's and PyPI's package servers as this machine has them configured.
 """
 
