@@ -176,7 +176,9 @@ def test_ray_without_the_extra_is_a_clear_error(demo_onnx, monkeypatch, capsys):
 
 
 def test_ray_cluster_gives_the_single_process_report(demo_onnx, tmp_path):
-    """Two Ray workers on this machine, batches merged: every count equal, every sum within rounding."""
+    """Two Ray workers on this machine, batches merged: every count equal, every sum within rounding (the
+    workers run single-threaded, so torch's and ONNX Runtime's fp32 outputs may differ in their last bits
+    from this process's two-threaded ones: 5e-9 relative in SQNR here)."""
     pytest.importorskip("ray", reason="the ray extra: pip install 'mobile-export[ray]'")
     onnx, data = demo_onnx
     single = parity_check(str(DEMO), [str(onnx)], options=ParityOptions(data=str(data)))
@@ -186,10 +188,10 @@ def test_ray_cluster_gives_the_single_process_report(demo_onnx, tmp_path):
                 "decisive_agreement", "accuracy", "reference_accuracy", "lengths", "passed", "failures"):
         assert a[key] == b[key], key
     for key in ("sqnr_db", "mean_abs_diff", "max_abs_diff", "min_example_sqnr_db", "min_cosine"):
-        assert b[key] == pytest.approx(a[key], rel=1e-9), key
+        assert b[key] == pytest.approx(a[key], rel=1e-6), key
     assert [w["text"] for w in a["worst"]] == [w["text"] for w in b["worst"]]
     for x, y in zip(a["by_length"], b["by_length"]):
         assert (x["bucket"], x["examples"], x["near_ties"]) == (y["bucket"], y["examples"], y["near_ties"])
-        assert y["sqnr_db"] == pytest.approx(x["sqnr_db"], rel=1e-9)
+        assert y["sqnr_db"] == pytest.approx(x["sqnr_db"], rel=1e-6)
     assert single["parity_data"]["lengths"] == spread["parity_data"]["lengths"]
     assert json.dumps(spread).count("per_example") == 1
