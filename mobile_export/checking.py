@@ -193,8 +193,9 @@ class Checker:
     def new_tally(self, seed: int = 0) -> Tally:
         return Tally.empty(self.loaded.task, self.checks, seed)
 
-    def _values(self, length: int, padded: int | None = None) -> int:
-        return self.width * ((padded or length) if self.per_token else 1)
+    def _values(self, length: int) -> int:
+        """Output values of one example of ``length`` tokens."""
+        return self.width * (length if self.per_token else 1)
 
     def _windows(self, examples: list[Example]) -> Iterator[range]:
         """Consecutive runs of examples whose reference outputs fit ``WINDOW_VALUES`` together."""
