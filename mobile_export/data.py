@@ -48,11 +48,14 @@ def _lines(p: Path) -> Iterator[tuple[int, str]]:
             raise BadInputError(f"cannot read --data {p} ({exc.strerror or exc}); check the path") from None
 
 
-def _examples(p: Path, label_names: tuple[str, ...]) -> Iterator[tuple[int, str, int | None]]:
-    """(line number, text, label) of every non-blank line ('' text with label None marks a blank line)."""
+def _examples(p: Path, label_names: tuple[str, ...], blank: list[int] | None = None
+              ) -> Iterator[tuple[int, str, int | None]]:
+    """(line number, text, label) of every non-blank line; blank lines are counted into ``blank[0]``."""
     by_name = {name: i for i, name in enumerate(label_names)}
     for number, line in _lines(p):
         if not line.strip():
+            if blank is not None:
+                blank[0] += 1
             continue
         label = None
         if "\t" in line:
@@ -84,15 +87,14 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
     """
     p = Path(path)
     names = tuple(label_names or ())
-    count = with_label = lines = 0
-    for _, _, label in _examples(p, names):
+    count = with_label = 0
+    blank = [0]
+    for _, _, label in _examples(p, names, blank):  # one pass: the texts are not kept
         count += 1
         with_label += label is not None
-    for _ in _lines(p):
-        lines += 1
     if not count:
         raise BadInputError(f"--data {p} has no examples; put one text per line")
     if 0 < with_label < count:
         raise BadInputError(f"--data {p}: {with_label} of {count} lines have a label; label all lines or none")
     return ParityData(path=p, count=count, labelled=bool(with_label), source=str(p), label_names=names,
-                      blank_lines=lines - count)
+                      blank_lines=blank[0])
