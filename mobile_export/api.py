@@ -15,7 +15,7 @@ import torch
 
 from quantize.schemes import scheme_name
 
-from . import backends
+from . import backends, interrupts
 from .assets import labels, write_tokenizer_assets
 from .checking import ArtifactCheck, Checker, ParitySource, Tally, run_local
 from .parity import PlotData
@@ -318,7 +318,7 @@ def _export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptio
     except MobileExportError:
         raise
     except Exception as exc:
-        if _interrupted(exc):  # Ctrl-C inside a C++ call can surface as e.g. TypeError("... KeyboardInterrupt")
+        if _interrupted(exc) or interrupts.requested():  # Ctrl-C inside a C++ call can surface as e.g. TypeError("... KeyboardInterrupt")
             raise KeyboardInterrupt from exc
         disk = disk_error(exc, staging.parent)
         if disk is not None:

@@ -9,6 +9,7 @@ import traceback
 from pathlib import Path
 
 from .errors import ExitCode, MobileExportError, first_line
+from .interrupts import latched_interrupts
 
 EXIT_CODES_HELP = """exit codes:
   0  ok
@@ -302,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"export": _cmd_export, "parity": _cmd_parity, "report": _cmd_report, "tokenizer": _cmd_tokenizer,
                "size": _cmd_size, "bench": _cmd_bench, "list": _cmd_list}[args.command]
     try:
-        return handler(args)
+        with latched_interrupts():
+            return handler(args)
     except MobileExportError as exc:
         if debug:
             traceback.print_exc()

@@ -8,6 +8,8 @@ import threading
 import time
 from typing import TextIO
 
+from .interrupts import stop_if_requested
+
 
 class Progress:
     """Prints ``[  12.3s] step ...`` when a step starts and ends; every ``heartbeat`` seconds while it runs."""
@@ -26,6 +28,7 @@ class Progress:
     @contextlib.contextmanager
     def step(self, name: str, heartbeat: bool = True):
         """Time a step; while it runs, say it is still working (unless it reports progress itself)."""
+        stop_if_requested()
         self.say(f"{name} ...")
         t0 = time.monotonic()
         done = threading.Event()
@@ -39,6 +42,7 @@ class Progress:
             thread.start()
         try:
             yield
+            stop_if_requested()
         finally:
             done.set()
             if thread:

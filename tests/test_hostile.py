@@ -200,3 +200,26 @@ def test_wrapped_interrupt_is_recognised():
         assert _interrupted(outer)
     assert not _interrupted(TypeError("empty_strided(): argument 'stride' must be tuple of ints"))
     assert not _interrupted(RuntimeError("out of memory"))
+
+
+def test_swallowed_interrupt_still_stops_at_the_next_step():
+    """A library that catches Ctrl-C and carries on (seen once mid-export) cannot make the run ignore it."""
+    from mobile_export.interrupts import latched_interrupts
+    from mobile_export.progress import Progress
+
+    ran = []
+    with latched_interrupts():
+        with Progress(enabled=False).step("before"):
+            ran.append("before")
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            pass  # what the library did
+        with pytest.raises(KeyboardInterrupt):
+            with Progress(enabled=False).step("after"):
+                ran.append("after")
+    assert ran == ["before"]
+    with Progress(enabled=False).step("later run"):  # the latch is reset when the command ends
+        ran.append("later run")
+    assert ran == ["before", "later run"]

@@ -1,0 +1,40 @@
+"""A Ctrl-C latch: an interrupt that a library catches and drops still stops the run at the next step."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+_REQUESTED = threading.Event()
+
+
+def _on_sigint(signum, frame) -> None:
+    _REQUESTED.set()
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def latched_interrupts():
+    """Within this block, remember every SIGINT besides raising KeyboardInterrupt as Python does."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers are main-thread only
+        yield
+        return
+    _REQUESTED.clear()
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _REQUESTED.clear()
+
+
+def requested() -> bool:
+    """Whether Ctrl-C was pressed since the latch was set (even if a library swallowed the exception)."""
+    return _REQUESTED.is_set()
+
+
+def stop_if_requested() -> None:
+    """Raise KeyboardInterrupt if Ctrl-C was pressed and something swallowed it."""
+    if _REQUESTED.is_set():
+        raise KeyboardInterrupt
