@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm \
+.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm android-compile \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -67,7 +67,8 @@ android-junit: install
 	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(JUNIT_CP) -d $(CORE_BUILD)/junit \
 		$$(find $(CORE)/src/main/java $(CORE)/src/test/java -name '*.java')
 	java -Dmobileexport.assets=$(CORE_BUILD)/test-assets -cp $(CORE_BUILD)/junit:$(JAVA_CP):$(JUNIT_CP) \
-		org.junit.runner.JUnitCore org.mobileexport.core.CoreTest org.mobileexport.core.DemoAssetsTest
+		org.junit.runner.JUnitCore org.mobileexport.core.CoreTest org.mobileexport.core.DemoAssetsTest \
+		org.mobileexport.core.ModelHostTest org.mobileexport.core.AppCoreTest
 
 # JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
 android-test: android-junit
@@ -97,6 +98,24 @@ android-jvm: install
 	$(BIN)/pip install --quiet --no-deps --target $(JVM_BUILD)/python-ort onnxruntime==$(ORT_JVM_VERSION)
 	ORT_JVM_CLASSPATH=$(JVM_BUILD):$(JAVA_CP):$(ORT_JAR) ORT_JVM_PYTHONPATH=$(JVM_BUILD)/python-ort \
 		ORT_JVM_VERSION=$(ORT_JVM_VERSION) $(BIN)/python -m pytest -q -s -m android_jvm tests/test_android_jvm.py
+
+# The whole app (app + core + a stand-in R generated from res/) compiled as the APK build would, with every
+# lint warning an error, against ONNX Runtime's Java library, android-all and android_demo/compile-only
+# (the signatures of the ExecuTorch classes the app calls; checked against ExecuTorch's real Kotlin API,
+# see android_demo/README.md). No Android SDK: this is the part of the APK build that can run here.
+APP_BUILD := android_demo/build/app
+android-compile: install
+	@command -v mvn >/dev/null || { echo "mvn not found: apt-get install -y maven" >&2; exit 2; }
+	mvn -q -B dependency:get -Dartifact=com.microsoft.onnxruntime:onnxruntime:$(ORT_JVM_VERSION) -Dtransitive=false
+	mvn -q -B dependency:get -Dartifact=$(ANDROID_ALL) -Dtransitive=false
+	rm -rf $(APP_BUILD) && mkdir -p $(APP_BUILD)/classes $(APP_BUILD)/compile-only
+	$(BIN)/python android_demo/tools/gen_r.py android_demo/app/src/main/res org.mobileexport.demo $(APP_BUILD)/gen/org/mobileexport/demo/R.java
+	javac -encoding UTF-8 --release 17 -Xlint:all,-classfile -Werror -cp $(ANDROID_JAR) -d $(APP_BUILD)/compile-only \
+		$$(find android_demo/compile-only -name '*.java')
+	javac -encoding UTF-8 --release 17 -Xlint:all,-classfile -Werror \
+		-cp $(JAVA_CP):$(ORT_JAR):$(ANDROID_JAR):$(APP_BUILD)/compile-only -d $(APP_BUILD)/classes \
+		$$(find $(CORE)/src/main/java android_demo/app/src/main/java $(APP_BUILD)/gen -name '*.java')
+	@echo "android-compile: app + core compiled ($$(find $(APP_BUILD)/classes -name '*.class' | wc -l) classes)"
 
 # Copy the demo export (make demo) into the app's assets; ANDROID_EXPORT=DIR to use another export.
 ANDROID_EXPORT ?= out/demo

@@ -22,9 +22,9 @@ android {
         targetCompatibility = JavaVersion.VERSION_17
     }
 
-    // Models are memory-mapped/copied as they are: do not compress them inside the APK.
+    // Models (and model.onnx.data, the .onnx weights) are memory-mapped/copied as they are: stored uncompressed.
     androidResources {
-        noCompress += listOf("pte", "onnx", "ort")
+        noCompress += listOf("pte", "onnx", "onnx.data", "ort")
     }
 }
 

@@ -1,7 +1,10 @@
 package org.mobileexport.demo;
 
 import java.io.File;
+import java.util.Arrays;
+import java.util.List;
 import org.mobileexport.core.Encoding;
+import org.mobileexport.core.LayerLoop;
 import org.mobileexport.core.ModelRunner;
 import org.pytorch.executorch.EValue;
 import org.pytorch.executorch.Module;
@@ -14,43 +17,66 @@ import org.pytorch.executorch.Tensor;
  * {@code embed} turns the ids into hidden states and an additive mask, {@code layer_group_G} is the shared
  * layer, run once per entry of {@code layer_schedule}, and {@code head} gives the task's outputs. Each
  * method packs its XNNPACK weights once when it loads, so the shared layer is in RAM once however many
- * layers run. The program is memory-mapped, not read into the heap.
+ * layers run. A .pte with a plain {@code forward} (other tools' exports) runs as it is, as in Python.
+ * The program is memory-mapped, not read into the heap.
  */
 final class ExecuTorchRunner implements ModelRunner, AutoCloseable {
     private final Module module;
-    private final String[] layers;
+    private final LayerLoop<EValue> calls;
 
-    ExecuTorchRunner(File pte) {
-        module = Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP);
-        EValue[] schedule = module.execute("layer_schedule");
-        layers = new String[schedule.length];
-        for (int i = 0; i < schedule.length; i++) {
-            layers[i] = "layer_group_" + schedule[i].toInt();
+    ExecuTorchRunner(File pte) throws Exception {
+        Module loaded = Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP);
+        try {
+            calls = LayerLoop.of(new Program(loaded), Arrays.asList(loaded.getMethods()));
+        } catch (Exception | Error e) { // a .pte the app cannot call must not keep its native memory
+            loaded.destroy();
+            throw e;
         }
+        module = loaded;
     }
 
     @Override
-    public float[] run(Encoding in) {
+    public float[] run(Encoding in) throws Exception {
         long[] shape = {1, in.length()};
-        EValue[] embedded = module.execute("embed",
+        EValue out = calls.run(Arrays.asList(
                 EValue.from(Tensor.fromBlob(in.inputIds, shape)),
                 EValue.from(Tensor.fromBlob(in.attentionMask, shape)),
-                EValue.from(Tensor.fromBlob(in.tokenTypeIds, shape)));
-        EValue hidden = embedded[0];
-        EValue mask = embedded[1];
-        for (String layer : layers) {
-            hidden = module.execute(layer, hidden, mask)[0];
-        }
-        return module.execute("head", hidden)[0].toTensor().getDataAsFloatArray();
+                EValue.from(Tensor.fromBlob(in.tokenTypeIds, shape))));
+        return out.toTensor().getDataAsFloatArray();
     }
 
     @Override
     public String name() {
-        return "ExecuTorch .pte";
+        return "ExecuTorch .pte (" + calls.describe() + ")";
     }
 
     @Override
     public void close() {
         module.destroy();
+    }
+
+    /** {@link LayerLoop}'s view of a loaded {@link Module}. */
+    private static final class Program implements LayerLoop.Program<EValue> {
+        private final Module module;
+
+        Program(Module module) {
+            this.module = module;
+        }
+
+        @Override
+        public List<EValue> execute(String method, List<EValue> inputs) {
+            return Arrays.asList(module.execute(method, inputs.toArray(new EValue[0])));
+        }
+
+        @Override
+        public long toLong(EValue value) {
+            return value.toInt();
+        }
+
+        @Override
+        public EValue copy(EValue value) { // hidden states and the additive mask are float tensors
+            Tensor t = value.toTensor();
+            return EValue.from(Tensor.fromBlob(t.getDataAsFloatArray(), t.shape()));
+        }
     }
 }

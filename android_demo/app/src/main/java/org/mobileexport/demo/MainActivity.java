@@ -1,51 +1,113 @@
 package org.mobileexport.demo;
 
 import android.app.Activity;
+import android.graphics.Insets;
+import android.os.Build;
 import android.os.Bundle;
 import android.os.Handler;
 import android.os.Looper;
+import android.view.View;
+import android.view.WindowInsets;
 import android.widget.Button;
 import android.widget.EditText;
 import android.widget.TextView;
+import org.mobileexport.core.ModelHost;
 
 /**
  * Type text, see the label, probabilities and latency from ExecuTorch and ONNX Runtime side by side.
  * At start the manifest's golden examples are run through both runtimes (the on-device self-test).
- * The models live in {@link Models} (loaded once, kept across rotation, used and closed only on its
- * worker thread); everything but the runtime calls lives in android_demo/core (tested on the JVM).
+ * The models live in {@link Models}' host (loaded once per process for every window, kept across
+ * rotation, used and closed only on its worker thread); this screen holds a lease on them, handed to
+ * its successor on a configuration change and closed when it leaves for good. Results are published
+ * on the lease, so one that finishes during a rotation reaches the new screen. Everything but the
+ * runtime calls lives in android_demo/core (tested on the JVM).
  */
 public final class MainActivity extends Activity {
     private final Handler ui = new Handler(Looper.getMainLooper());
-    private Models models;
+    private ModelHost<Models>.Lease lease;
 
     @Override
+    @SuppressWarnings("unchecked") // the only object this activity retains is its lease
     protected void onCreate(Bundle state) {
         super.onCreate(state);
         setContentView(R.layout.activity_main);
+        applyInsets(findViewById(R.id.root));
         TextView selfTest = findViewById(R.id.selftest);
         EditText input = findViewById(R.id.input);
         Button classify = findViewById(R.id.classify);
         TextView results = findViewById(R.id.results);
+        Object kept = getLastNonConfigurationInstance();
+        boolean fresh = !(kept instanceof ModelHost.Lease);
+        lease = fresh ? Models.host(this).acquire() : (ModelHost<Models>.Lease) kept;
         classify.setEnabled(false);
-        selfTest.setText("Loading models…");
-        models = Models.get(this);
-        models.whenLoaded(status -> ui.post(() -> {
-            if (!isDestroyed()) {
-                selfTest.setText(status);
-                classify.setEnabled(models.ready());
+        if (fresh) {
+            selfTest.setText(R.string.loading);
+            lease.submit((models, error) -> {
+                lease.publish("ready", String.valueOf(models != null && models.ready()));
+                lease.publish("status", models == null ? "Could not load the models: " + Models.describe(error)
+                        : models.status());
+            });
+        }
+        lease.observe((key, text) -> ui.post(() -> {
+            if (isDestroyed()) {
+                return;
+            }
+            switch (key) {
+                case "ready":
+                    classify.setEnabled(Boolean.parseBoolean(text));
+                    break;
+                case "status":
+                    selfTest.setText(text);
+                    break;
+                default:
+                    results.setText(text);
             }
         }));
-        classify.setOnClickListener(v -> models.classify(input.getText().toString(), report -> ui.post(() -> {
-            if (!isDestroyed()) {
-                results.setText(report);
-            }
-        })));
+        classify.setOnClickListener(v -> {
+            String text = input.getText().toString();
+            lease.submit((models, error) -> {
+                if (models != null) {
+                    lease.publish("result", models.classify(text));
+                }
+            });
+        });
+    }
+
+    /** Edge-to-edge (enforced from Android 15 at targetSdk 35): keep the views clear of the bars and keyboard. */
+    private static void applyInsets(View root) {
+        int left = root.getPaddingLeft();
+        int top = root.getPaddingTop();
+        int right = root.getPaddingRight();
+        int bottom = root.getPaddingBottom();
+        root.setOnApplyWindowInsetsListener((v, insets) -> {
+            int[] edges = edges(insets);
+            v.setPadding(left + edges[0], top + edges[1], right + edges[2], bottom + edges[3]);
+            return insets;
+        });
+        root.requestApplyInsets();
+    }
+
+    @SuppressWarnings("deprecation") // the pre-Android-11 API is the only one there is on those versions
+    private static int[] edges(WindowInsets insets) {
+        if (Build.VERSION.SDK_INT >= Build.VERSION_CODES.R) {
+            Insets i = insets.getInsets(WindowInsets.Type.systemBars() | WindowInsets.Type.displayCutout()
+                    | WindowInsets.Type.ime());
+            return new int[] {i.left, i.top, i.right, i.bottom};
+        }
+        return new int[] {insets.getSystemWindowInsetLeft(), insets.getSystemWindowInsetTop(),
+            insets.getSystemWindowInsetRight(), insets.getSystemWindowInsetBottom()};
+    }
+
+    @Override
+    public Object onRetainNonConfigurationInstance() {
+        return lease; // the next instance of this screen takes it over: no reload on rotation
     }
 
     @Override
     protected void onDestroy() {
-        if (!isChangingConfigurations()) { // leaving for good: close on the worker, after any run in progress
-            Models.release();
+        lease.observe(null);
+        if (!isChangingConfigurations()) { // leaving for good: drop queued runs; the last screen frees the models
+            lease.close();
         }
         super.onDestroy();
     }

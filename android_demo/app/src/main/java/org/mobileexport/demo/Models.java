@@ -1,29 +1,30 @@
 package org.mobileexport.demo;
 
 import android.content.Context;
+import android.util.Log;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.function.Consumer;
+import org.mobileexport.core.AssetCopy;
 import org.mobileexport.core.Classifier;
+import org.mobileexport.core.DeviceStats;
 import org.mobileexport.core.Encoding;
 import org.mobileexport.core.Manifest;
+import org.mobileexport.core.ModelHost;
 import org.mobileexport.core.ModelRunner;
 import org.mobileexport.core.SelfTest;
 import org.mobileexport.core.TextEncoder;
 
 /**
- * The tokenizer, labels and runtimes, loaded once per process on one worker thread and kept across
- * configuration changes (rotation does not reload or re-copy anything). Every runtime call, closing
- * included, runs on that worker, so a runner is never closed while it runs.
+ * The tokenizer, labels and runtimes of one load, with what loading them cost (time, first run, RSS).
+ * The process holds them through {@link #host}: loaded once for every screen, kept across rotation, and
+ * loaded, run and closed only on the host's one worker thread.
  */
-final class Models {
-    private static Models instance;
+final class Models implements AutoCloseable {
+    static final int RUNS = 10;
+    private static ModelHost<Models> host;
 
-    private final ExecutorService worker = Executors.newSingleThreadExecutor();
     private final List<ModelRunner> runners = new ArrayList<>();
     private TextEncoder encoder;
     private Classifier classifier;
@@ -32,87 +33,96 @@ final class Models {
     private Models() {
     }
 
-    /** The process's models; the first call starts loading them from the APK's assets. */
-    static synchronized Models get(Context context) {
-        if (instance == null) {
+    /** The process's host of the models, loading from the APK's assets into the app's files folder. */
+    static synchronized ModelHost<Models> host(Context context) {
+        if (host == null) {
             Context app = context.getApplicationContext();
-            Models m = new Models();
-            m.worker.execute(() -> m.load(new AndroidAssets(app.getAssets()), app.getFilesDir()));
-            instance = m;
+            host = new ModelHost<>(() -> load(new AndroidAssets(app.getAssets()), app.getFilesDir()),
+                    e -> Log.w("mobile-export", "models: " + describe(e)));
         }
-        return instance;
+        return host;
     }
 
-    /** Closes the runners on the worker (after any run in progress) and forgets the models. */
-    static synchronized void release() {
-        if (instance != null) {
-            Models m = instance;
-            instance = null;
-            m.worker.execute(m::closeAll);
-            m.worker.shutdown();
-        }
-    }
-
-    /** Calls {@code done} on the worker with the load and self-test status, once loading finished. */
-    void whenLoaded(Consumer<String> done) {
-        worker.execute(() -> done.accept(status));
+    /** The load and self-test report, with load time, first-run time and RSS per runtime. */
+    String status() {
+        return status;
     }
 
     boolean ready() {
         return encoder != null && classifier != null && !runners.isEmpty();
     }
 
-    /** Classifies {@code text} with every runtime on the worker and hands the report to {@code done}. */
-    void classify(String text, Consumer<String> done) {
-        worker.execute(() -> done.accept(report(text)));
-    }
-
-    private void load(AndroidAssets assets, File dir) {
+    private static Models load(AndroidAssets assets, File dir) {
+        Models m = new Models();
         StringBuilder out = new StringBuilder();
         Manifest manifest;
         List<SelfTest.Golden> golden;
         try {
-            encoder = TextEncoder.load(assets, "tokenizer");
-            classifier = Classifier.load(assets, "labels.json");
+            m.encoder = TextEncoder.load(assets, "tokenizer");
+            m.classifier = Classifier.load(assets, "labels.json");
             manifest = Manifest.load(assets, "manifest.json");
             golden = SelfTest.load(assets, "manifest.json");
         } catch (Exception e) {
-            status = "Could not read the export in assets/model (run `make android-assets`): " + describe(e);
-            return;
+            m.status = "Could not read the export in assets/model (run `make android-assets`): " + describe(e);
+            return m;
         }
+        out.append(String.format(Locale.ROOT, "RSS before the runtimes: %s\n\n", mib(DeviceStats.currentRssKib())));
         // One try per runtime: a .pte that fails to load must not keep ONNX Runtime from loading.
         if (assets.exists("model.pte")) {
             try {
-                File pte = assets.toFile("model.pte", dir, manifest.sha256("model.pte"));
-                add(new ExecuTorchRunner(pte), manifest.selfTestTolerance("model.pte"), golden, out);
-            } catch (Throwable e) { // UnsatisfiedLinkError / ExceptionInInitializerError from the native library too
-                out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append('\n');
+                File pte = copy(assets, manifest, "model.pte", dir);
+                long t0 = System.nanoTime();
+                m.add(new ExecuTorchRunner(pte), t0, manifest.selfTestTolerance("model.pte"), golden, out);
+            } catch (Exception | Error e) { // UnsatisfiedLinkError / ExceptionInInitializerError from the native library too
+                out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append("\n\n");
             }
         }
         if (assets.exists("model.onnx")) {
             try {
                 if (assets.exists("model.onnx.data")) { // the weights, read by ONNX Runtime from beside the graph
-                    assets.toFile("model.onnx.data", dir, manifest.sha256("model.onnx.data"));
+                    copy(assets, manifest, "model.onnx.data", dir);
                 }
-                File onnx = assets.toFile("model.onnx", dir, manifest.sha256("model.onnx"));
-                add(new OrtRunner(onnx), manifest.selfTestTolerance("model.onnx"), golden, out);
-            } catch (Throwable e) {
-                out.append("✗ ONNX Runtime .onnx did not load: ").append(describe(e)).append('\n');
+                File onnx = copy(assets, manifest, "model.onnx", dir);
+                long t0 = System.nanoTime();
+                m.add(new OrtRunner(onnx), t0, manifest.selfTestTolerance("model.onnx"), golden, out);
+            } catch (Exception | Error e) {
+                out.append("✗ ONNX Runtime .onnx did not load: ").append(describe(e)).append("\n\n");
             }
         }
         if (!assets.exists("model.pte") && !assets.exists("model.onnx")) {
             out.append("No model.pte or model.onnx in assets/model: run `make android-assets`.");
         }
-        status = out.toString().trim();
+        m.status = out.toString().trim();
+        return m;
     }
 
-    private void add(ModelRunner runner, double tolerance, List<SelfTest.Golden> golden, StringBuilder out) {
+    private static File copy(AndroidAssets assets, Manifest manifest, String name, File dir) throws Exception {
+        return AssetCopy.toFile(assets, name, dir, manifest.bytes(name), manifest.sha256(name));
+    }
+
+    /** Keeps a runner loaded since {@code t0}; reports its load time, first run, RSS and self-test. */
+    private void add(ModelRunner runner, long t0, double tolerance, List<SelfTest.Golden> golden, StringBuilder out) {
+        double loadMs = (System.nanoTime() - t0) / 1e6;
         runners.add(runner);
+        long rss = DeviceStats.currentRssKib();
+        String firstRun = "n/a";
+        if (!golden.isEmpty()) {
+            long t1 = System.nanoTime();
+            try {
+                runner.run(encoder.encode(golden.get(0).text));
+                firstRun = String.format(Locale.ROOT, "%.1f ms", (System.nanoTime() - t1) / 1e6);
+            } catch (Exception e) {
+                firstRun = "failed: " + describe(e);
+            }
+        }
         SelfTest.Result result = SelfTest.run(golden, encoder, runner, tolerance);
-        out.append(result.passed ? "✓ " : "✗ ").append(result.message).append('\n');
+        out.append(result.passed ? "✓ " : "✗ ").append(result.message).append('\n')
+                .append(String.format(Locale.ROOT, "  load %.1f ms, first run %s, RSS after load %s\n\n",
+                        loadMs, firstRun, mib(rss)));
     }
 
-    private String report(String text) {
+    /** Label, probabilities and the median latency of {@link #RUNS} runs of {@code text} per runtime. */
+    String classify(String text) {
         if (!ready()) {
             return status;
         }
@@ -120,12 +130,16 @@ final class Models {
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%d tokens\n\n", enc.length()));
         for (ModelRunner r : runners) {
             try {
-                r.run(enc); // warm-up, so the latency below is steady-state
-                long t0 = System.nanoTime();
-                float[] logits = r.run(enc);
-                double ms = (System.nanoTime() - t0) / 1e6;
+                float[] logits = r.run(enc); // also the warm-up, so the median below is steady-state
+                double[] ms = new double[RUNS];
+                for (int i = 0; i < RUNS; i++) {
+                    long t0 = System.nanoTime();
+                    r.run(enc);
+                    ms[i] = (System.nanoTime() - t0) / 1e6;
+                }
                 Classifier.Prediction p = classifier.predict(logits);
-                out.append(String.format(Locale.ROOT, "%s\n  %s  (%.1f ms)\n", r.name(), p.label, ms));
+                out.append(String.format(Locale.ROOT, "%s\n  %s  (median %.1f ms of %d runs)\n", r.name(), p.label,
+                        DeviceStats.median(ms), RUNS));
                 for (int i = 0; i < p.probabilities.length; i++) {
                     out.append(String.format(Locale.ROOT, "  %-10s %.3f\n", classifier.labels().get(i), p.probabilities[i]));
                 }
@@ -137,15 +151,20 @@ final class Models {
         return out.toString();
     }
 
-    private void closeAll() {
+    @Override
+    public void close() {
         for (ModelRunner r : runners) {
             try {
                 ((AutoCloseable) r).close();
             } catch (Exception e) {
-                android.util.Log.w("mobile-export", "closing " + r.name() + ": " + describe(e));
+                Log.w("mobile-export", "closing " + r.name() + ": " + describe(e));
             }
         }
         runners.clear();
+    }
+
+    private static String mib(long kib) {
+        return kib < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f MiB", kib / 1024.0);
     }
 
     /** A message for the screen: never "null" (getMessage() may be null, e.g. for native errors). */

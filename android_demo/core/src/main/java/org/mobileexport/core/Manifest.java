@@ -26,14 +26,31 @@ public final class Manifest {
         }
     }
 
-    /** The sha256 (hex) the export recorded for {@code path}; keys the one-time copy out of the APK. */
+    /** The sha256 (hex) the export recorded for {@code path}; verifies the one-time copy out of the APK. */
     public String sha256(String path) throws IOException {
+        try {
+            return file(path).getString("sha256");
+        } catch (JSONException e) {
+            throw new IOException("manifest.json gives no sha256 for " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The size in bytes the export recorded for {@code path}. */
+    public long bytes(String path) throws IOException {
+        try {
+            return file(path).getLong("bytes");
+        } catch (JSONException e) {
+            throw new IOException("manifest.json gives no size for " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    private JSONObject file(String path) throws IOException {
         try {
             JSONArray files = json.getJSONArray("files");
             for (int i = 0; i < files.length(); i++) {
                 JSONObject f = files.getJSONObject(i);
                 if (path.equals(f.optString("path"))) {
-                    return f.getString("sha256");
+                    return f;
                 }
             }
         } catch (JSONException e) {

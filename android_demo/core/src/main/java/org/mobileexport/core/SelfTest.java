@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import org.json.JSONArray;
 import org.json.JSONException;
 import org.json.JSONObject;
@@ -21,7 +22,7 @@ public final class SelfTest {
         public final long[] inputIds;
         public final float[] logits;
 
-        Golden(String text, long[] inputIds, float[] logits) {
+        public Golden(String text, long[] inputIds, float[] logits) {
             this.text = text;
             this.inputIds = inputIds;
             this.logits = logits;
@@ -104,7 +105,7 @@ public final class SelfTest {
             worst = Math.max(worst, diff);
             if (Double.isNaN(diff) || diff > tolerance) {
                 passed = false;
-                why.append(String.format("max |diff| %.4g > %.4g; ", diff, tolerance));
+                why.append(String.format(Locale.ROOT, "max |diff| %.4g > %.4g; ", diff, tolerance));
             }
             if (Classifier.argmax(got) != Classifier.argmax(g.logits)) {
                 passed = false;
@@ -112,7 +113,7 @@ public final class SelfTest {
             }
         }
         String message = golden.isEmpty() ? "no golden examples in the manifest"
-                : passed ? String.format("%s agrees with PyTorch fp32 on %d examples (max |diff| %.3g)",
+                : passed ? String.format(Locale.ROOT, "%s agrees with PyTorch fp32 on %d examples (max |diff| %.3g)",
                         runner.name(), golden.size(), worst)
                 : runner.name() + ": " + why.toString().trim();
         return new Result(idsMatch, passed, worst, golden.size(), message);

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import org.junit.BeforeClass;
 import org.junit.Test;
 
@@ -113,5 +114,30 @@ public class DemoAssetsTest {
         assertFalse(crash.passed);
         assertTrue(crash.message.contains("no backend"));
         assertFalse(SelfTest.run(Collections.<SelfTest.Golden>emptyList(), encoder, fixed(0f, 0f), 1).passed);
+    }
+
+    @Test
+    public void selfTestMessagesUseDotsWhateverTheDevicesLocale() {
+        Locale before = Locale.getDefault();
+        Locale.setDefault(Locale.GERMANY);
+        try {
+            ModelRunner off = new ModelRunner() {
+                @Override
+                public float[] run(Encoding input) {
+                    return new float[] {0.5f, 0.25f};
+                }
+
+                @Override
+                public String name() {
+                    return "fake";
+                }
+            };
+            List<SelfTest.Golden> golden = List.of(new SelfTest.Golden("", new long[] {2, 3}, new float[] {1.5f, 0.25f}));
+            SelfTest.Result r = SelfTest.run(golden, encoder, off, 0.1);
+            assertFalse(r.passed);
+            assertTrue(r.message, r.message.contains("1.000 > 0.1000"));
+        } finally {
+            Locale.setDefault(before);
+        }
     }
 }

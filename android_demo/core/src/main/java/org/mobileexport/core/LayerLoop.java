@@ -1,0 +1,85 @@
+package org.mobileexport.core;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * How a .pte is called, from the methods it has (as Python's runner decides): the export's layer loop
+ * ({@code embed}, then {@code layer_group_G} once per entry of {@code layer_schedule}, then {@code head})
+ * when it has {@code embed}, else a plain {@code forward}. Written against {@link Program} so the JVM
+ * tests it with a fake of ExecuTorch's {@code Module}.
+ *
+ * <p>Outputs of a method may be views of that method's own planned memory (ExecuTorch's JNI wraps them
+ * without copying), so each layer's output is copied before it is fed back into the same method: a memory
+ * plan that lets an output overlap an input would otherwise read what it just overwrote.
+ *
+ * @param <V> the runtime's value type (ExecuTorch's {@code EValue})
+ */
+public final class LayerLoop<V> {
+    /** The calls a .pte program offers. */
+    public interface Program<V> {
+        /** Runs {@code method}; its outputs may alias the method's own memory until its next call. */
+        List<V> execute(String method, List<V> inputs) throws Exception;
+
+        /** The integer a scalar output holds ({@code layer_schedule}'s entries). */
+        long toLong(V value);
+
+        /** A copy that owns its memory. */
+        V copy(V value);
+    }
+
+    private final Program<V> program;
+    private final List<String> layers; // null: plain forward
+
+    private LayerLoop(Program<V> program, List<String> layers) {
+        this.program = program;
+        this.layers = layers;
+    }
+
+    /** The calling convention of a program with {@code methods}; IOException if it has neither. */
+    public static <V> LayerLoop<V> of(Program<V> program, Collection<String> methods) throws Exception {
+        if (methods.contains("embed")) {
+            for (String needed : Arrays.asList("layer_schedule", "head")) {
+                if (!methods.contains(needed)) {
+                    throw new IOException("the .pte has embed but no " + needed + " method; methods: " + methods);
+                }
+            }
+            List<String> layers = new ArrayList<>();
+            for (V g : program.execute("layer_schedule", new ArrayList<>())) {
+                String name = "layer_group_" + program.toLong(g);
+                if (!methods.contains(name)) {
+                    throw new IOException("layer_schedule names " + name + ", which the .pte does not have");
+                }
+                layers.add(name);
+            }
+            return new LayerLoop<>(program, layers);
+        }
+        if (methods.contains("forward")) {
+            return new LayerLoop<>(program, null);
+        }
+        throw new IOException("the .pte has neither the layer loop (embed, layer_schedule, head) nor forward; "
+                + "methods: " + methods);
+    }
+
+    /** "layer loop (N layers)" or "forward". */
+    public String describe() {
+        return layers == null ? "forward" : "layer loop (" + layers.size() + " layers)";
+    }
+
+    /** The first output for {@code inputs} (input_ids, attention_mask, token_type_ids). */
+    public V run(List<V> inputs) throws Exception {
+        if (layers == null) {
+            return program.execute("forward", inputs).get(0);
+        }
+        List<V> embedded = program.execute("embed", inputs);
+        V hidden = program.copy(embedded.get(0));
+        V mask = program.copy(embedded.get(1));
+        for (String layer : layers) {
+            hidden = program.copy(program.execute(layer, Arrays.asList(hidden, mask)).get(0));
+        }
+        return program.execute("head", Arrays.asList(hidden)).get(0);
+    }
+}
