@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -94,3 +95,33 @@ def labels(config) -> list[str]:
     """Labels by class index, from ``config.id2label``."""
     id2label = getattr(config, "id2label", None) or {}
     return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
+
+
+def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:
+    """Write just the tokenizer assets an app needs (no weights are loaded).
+
+    Args:
+        source: checkpoint folder or hub id.
+        out: destination folder (created; files in it are replaced atomically).
+        max_seq_len: truncation length recorded in the settings; default max_position_embeddings.
+
+    Returns:
+        The names written into ``out``.
+    """
+    from .config import resolve_max_len
+    from .fsutil import make_staging, prepare_destination, publish, remove_staging
+    from .loading import load_tokenizer, read_config_dict, resolve_folder
+
+    folder = resolve_folder(source)
+    config = read_config_dict(folder)
+    max_len = resolve_max_len(int(config.get("max_position_embeddings", 512)), max_seq_len)
+    tokenizer, kind = load_tokenizer(folder)
+    out = Path(out)
+    prepare_destination(out, overwrite=True)
+    staging = make_staging(out)
+    try:
+        names = write_tokenizer_assets(tokenizer, kind, folder, staging, max_len)
+        publish(staging, out, names)
+    finally:
+        remove_staging(staging)
+    return names

@@ -55,11 +55,30 @@ WIDE_INT4_GROUP_SIZE = 64
 WIDE_HIDDEN_SIZE = 512
 
 
-def int4_group_size_for(hidden_size: int) -> int:
-    """The group size a model gets unless ``--group-size`` says otherwise: 32 for narrow models (small
-    files anyway; the finer scales keep more accuracy), 64 from hidden size 512 up, where a scale per 32
-    values costs 0.125 B a weight: albert-base int4 .onnx 7.57 MB with 32, 6.84 MB with 64."""
+def int4_group_size_for(hidden_size: int, chosen: int | None = None) -> int:
+    """The int4 group size of a model: ``chosen`` (``--group-size``) if given, else 32 for narrow models
+    (small files anyway; the finer scales keep more accuracy) and 64 from hidden size 512 up, where a scale
+    per 32 values costs 0.125 B a weight: albert-base int4 .onnx 7.57 MB with 32, 6.84 MB with 64."""
+    if chosen is not None:
+        return chosen
     return WIDE_INT4_GROUP_SIZE if hidden_size >= WIDE_HIDDEN_SIZE else DEFAULT_INT4_GROUP_SIZE
+
+
+def check_max_seq_len(requested: int) -> None:
+    """BadInputError unless ``requested`` leaves room for [CLS] and [SEP]."""
+    if requested < 2:
+        raise BadInputError(f"--max-seq-len {requested} is too small; it must be >= 2 ([CLS] and [SEP])")
+
+
+def resolve_max_len(limit: int, requested: int | None) -> int:
+    """The longest input artifacts accept: ``requested`` checked against the model's position table."""
+    if requested is None:
+        return limit
+    check_max_seq_len(requested)
+    if requested > limit:
+        raise BadInputError(f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); "
+                            f"pass at most {limit}")
+    return requested
 
 
 @dataclass(frozen=True)
@@ -180,10 +199,8 @@ class ExportOptions:
             raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
         if len(set(self.backends)) != len(self.backends):
             object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
-        if self.max_seq_len is not None and self.max_seq_len < 2:
-            raise BadInputError(
-                f"--max-seq-len {self.max_seq_len} is too small; it must be >= 2 ([CLS] and [SEP])"
-            )
+        if self.max_seq_len is not None:
+            check_max_seq_len(self.max_seq_len)
 
     @property
     def effective_thresholds(self) -> Thresholds:

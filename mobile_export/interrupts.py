@@ -34,6 +34,18 @@ def requested() -> bool:
     return _REQUESTED.is_set()
 
 
+def wrapped(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt, or a library's exception wrapping or naming one (Ctrl-C inside
+    a C++ call can surface as e.g. ``TypeError("... KeyboardInterrupt")``)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt) or "KeyboardInterrupt" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def stop_if_requested() -> None:
     """Raise KeyboardInterrupt if Ctrl-C was pressed and something swallowed it."""
     if _REQUESTED.is_set():

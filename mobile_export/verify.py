@@ -6,11 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .config import Thresholds
 from .tasks import OutputKind
+
+if TYPE_CHECKING:
+    from .backends.base import Coverage
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class ParityResult:
     n_decisive: int = 0
     near_ties: int = 0  # decisions whose reference margin is within what the artifact's error can move
     min_example_sqnr_db: float = math.inf
-    coverage: dict | None = None  # quantization / delegation coverage read from the artifact
+    coverage: Coverage | None = None  # quantization / delegation coverage read from the artifact
     by_length: tuple[LengthBucket, ...] = ()  # metrics per sequence-length bucket that has examples
 
     @property

@@ -188,7 +188,7 @@ def test_full_disk_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, monkeypat
 def test_wrapped_interrupt_is_recognised():
     """Ctrl-C inside a C++ call can reach Python as another exception naming KeyboardInterrupt; that is an
     interrupt (exit 130). Any other failure is not."""
-    from mobile_export.api import _interrupted
+    from mobile_export.interrupts import wrapped as _interrupted
 
     assert _interrupted(TypeError('empty_strided(): argument \'stride\' failed ... "KeyboardInterrupt: "'))
     try:

@@ -40,6 +40,8 @@ def test_int4_roundtrip_every_task(tiny_checkpoint, tmp_path, task, kernel):
     # every weight MatMul (the Loop body's included) is 4-bit, and so is the word-embedding lookup
     assert artifact["stats"]["quantized_matmuls"] == artifact["stats"]["weight_matmuls"] > 0
     assert artifact["parity"]["coverage"]["fp32_weight_matmuls"] == 0
+    n = artifact["parity"]["coverage"]["quantized_weight_matmuls"]
+    assert f"{n} int4 / 0 fp32 weight MatMuls" in (tmp_path / "o" / "report.md").read_text()  # not "int8"
     assert artifact["stats"]["int4"]["kernel"] == kernel
     model = onnx.load(str(path))
     assert count_ops(model, "GatherBlockQuantized") == 1
@@ -191,6 +193,7 @@ def test_int4_pte_pads_widths_and_holds_4bit_weights(tiny_checkpoint, tmp_path):
     """The tiny model's 16-wide embedding and 48-wide FFN output are not multiples of 32: their Linears
     are widened with zero columns, every Linear runs as XNNPACK 4-bit, the table is looked up in 4 bits."""
     from mobile_export.backends import executorch as et
+    from mobile_export.backends.executorch.serializer import read_program
 
     ckpt = tiny_checkpoint("text-classification", initializer_range=0.02)
     result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT4,
@@ -202,9 +205,9 @@ def test_int4_pte_pads_widths_and_holds_4bit_weights(tiny_checkpoint, tmp_path):
     assert stats["padded_input_widths"] == {"16->32": 1, "48->64": 1}, stats
     assert stats["tables"] == ["embed.embeddings.word_embeddings"] and stats["table_group_size"] == 16
     # embedding projection, q/k/v/dense, FFN in and out, pooler, classifier: all 4-bit inside XNNPACK
-    assert stats["linears"] == 9 and len(et._groups(path)) == 9 and set(et._groups(path)) == {32}
+    assert stats["linears"] == 9 and len(et.int4_weight_group_sizes(path)) == 9 and set(et.int4_weight_group_sizes(path)) == {32}
     assert et.int4_group_size(path) == 32 and detect_quant(path) is Quant.INT4
-    plans = {p.name: [o.name for o in p.operators] for p in et._read(path).program.execution_plan}
+    plans = {p.name: [o.name for o in p.operators] for p in read_program(path).program.execution_plan}
     assert et.INT4_TABLE_OP in plans["embed"]
     [entry] = json.loads((tmp_path / "o" / "manifest.json").read_text())["artifacts"]
     assert et.INT4_TABLE_OP in entry["kernels"]  # the app's runtime must have that kernel
@@ -237,15 +240,14 @@ def test_demo_int4_pte_passes_default_thresholds(demo_int4_pte):
 
 def _scale_xnnpack_group_scales(path: Path, factor: float) -> int:
     """Multiply, in place, every bf16 group scale XNNPACK's 4-bit weights read from the .pte's named data."""
-    from executorch.exir._serialize._program import _flatbuffer_to_program, _get_extended_header
-
-    from mobile_export.backends import executorch as et
+    from mobile_export.backends.executorch.inspection import xnnpack_graphs
+    from mobile_export.backends.executorch.serializer import extended_header, program_of
 
     data = bytearray(path.read_bytes())
-    header = _get_extended_header(bytes(data[:64]))
-    program = _flatbuffer_to_program(bytes(data[:header.program_size]))
+    header = extended_header(bytes(data[:64]))
+    program = program_of(bytes(data[:header.program_size]))
     keys = set()
-    for graph in et._graphs(path):
+    for graph in xnnpack_graphs(path):
         names = [c.get("named_key", "") for c in graph.get("constant_data", [])]
         for value in graph.get("xvalues", []):
             union = value.get("xvalue_union", {})

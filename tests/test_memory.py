@@ -51,7 +51,7 @@ def _unrolled_pte(ckpt, dest):
     from executorch.exir import to_edge_transform_and_lower
     from torch.export import Dim
 
-    from mobile_export.backends.executorch import xnnpack_friendly
+    from mobile_export.backends.executorch.rewrites import xnnpack_friendly
     from mobile_export.loading import load_checkpoint
     from mobile_export.reference import ExportWrapper, example_inputs
     from quantize.pt2e import quantize_graph

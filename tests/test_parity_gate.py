@@ -78,7 +78,7 @@ def test_half_quantized_onnx_fails_with_exit_3(exported, tmp_path, capsys):
     assert code == 3, text
     assert "1 weight MatMul/Gemm left in fp32" in text and main_graph_matmuls[0] in text, text
     cov = backends.load(Backend.ONNX).coverage(arts[Quant.INT8], Quant.INT8)
-    assert cov["fp32_weight_matmuls"] == 0 and cov["quantized_weight_matmuls"] >= 6 and not cov["problems"]
+    assert cov.fp32_weight_matmuls == 0 and cov.quantized_weight_matmuls >= 6 and not cov.problems
 
 
 def test_pte_compute_outside_the_delegate_is_a_problem(tmp_path):
@@ -93,10 +93,10 @@ def test_pte_compute_outside_the_delegate_is_a_problem(tmp_path):
     plain.write_bytes(to_edge(ep).to_executorch().buffer)
     lowered.write_bytes(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer)
     bad = module.coverage(plain, Quant.FP32)
-    assert bad["problems"] and bad["xnnpack_calls"] == 0
-    assert any("addmm" in op or "linear" in op for op in bad["compute_ops_outside_delegate"]), bad
+    assert bad.problems and bad.xnnpack_calls == 0
+    assert any("addmm" in op or "linear" in op for op in bad.compute_ops_outside_delegate), bad
     good = module.coverage(lowered, Quant.FP32)
-    assert not good["problems"] and good["xnnpack_calls"] >= 1, good
+    assert not good.problems and good.xnnpack_calls >= 1, good
 
 
 def test_shared_layer_stored_twice_with_identical_bytes_is_not_preserved(exported, tmp_path, capsys):

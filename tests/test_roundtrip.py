@@ -117,11 +117,11 @@ def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
         # with int4's narrow weights almost all of them: a handful stay decisive)
         assert art.parity.n_decisive >= (0.1 * art.parity.n_decisions if quant is not Quant.INT4 else 1)
     cov = art.parity.coverage
-    assert not cov["problems"]
+    assert not cov.problems
     if backend is Backend.EXECUTORCH:
-        assert cov["xnnpack_calls"] >= 3 and not cov["compute_ops_outside_delegate"]
+        assert cov.xnnpack_calls >= 3 and not cov.compute_ops_outside_delegate
     elif quant is not Quant.FP32:
-        assert cov["fp32_weight_matmuls"] == 0 and cov["quantized_weight_matmuls"] >= 6
+        assert cov.fp32_weight_matmuls == 0 and cov.quantized_weight_matmuls >= 6
     if backend is Backend.EXECUTORCH:  # gelu, LayerNorm, attention rewritten so that XNNPACK takes each layer
         assert art.stats["rewritten_for_xnnpack"]["gelu"] >= 1
         assert art.stats["rewritten_for_xnnpack"]["attention"] >= 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import onnx
 from onnx import numpy_helper
 import pytest
@@ -104,3 +106,60 @@ def test_int8_word_embeddings_shrink_the_artifact(tiny_checkpoint, tmp_path, bac
     saved = sizes[True] - sizes[False]
     # fp32 -> int8 codes + one fp32 scale per row: saves 3 bytes per weight minus 4 bytes per row
     assert saved >= 0.9 * (3 * table - 4 * vocab), (sizes, table)
+
+
+def _layer_stored_twice(src, dest) -> None:
+    """``src`` (.onnx with its Loop over the shared layer) with a second Loop whose body reads its own copy of
+    every weight the first reads: identical bytes, stored twice, each copy packed by its own MatMuls."""
+    model = onnx.load(str(src))
+    [loop] = [n for n in model.graph.node if n.op_type == "Loop"]
+    body = next(a.g for a in loop.attribute if a.name == "body")
+    read = {i for node in body.node for i in node.input}
+    rename = {t.name: t.name + "/again" for t in model.graph.initializer if t.name in read}
+    copies = []
+    for t in model.graph.initializer:
+        if t.name in rename:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(t)
+            copy.name = rename[t.name]
+            copies.append(copy)
+    second = onnx.NodeProto()
+    second.CopyFrom(loop)
+    second.name = loop.name + "/again"
+    first_out = loop.output[0]
+    second.input[2], second.output[0] = first_out, first_out + "/again"
+    for node in next(a.g for a in second.attribute if a.name == "body").node:
+        node.input[:] = [rename.get(i, i) for i in node.input]
+    for node in model.graph.node:
+        node.input[:] = [first_out + "/again" if i == first_out else i for i in node.input]
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    for node in nodes:
+        model.graph.node.append(node)
+        if node is loop:
+            model.graph.node.append(second)
+    model.graph.initializer.extend(copies)
+    onnx.save(model, str(dest))
+
+
+def test_onnx_ram_verdict_follows_what_the_file_stores(tiny_checkpoint, tmp_path):
+    """One stored layer read by one Loop: shared on disk and in RAM. The same layer stored twice for two Loops:
+    the size breakdown and the RAM verdict both say NOT, from the same file (the model still loads)."""
+    import onnxruntime
+
+    from mobile_export.backends import onnx as onnx_format
+    from mobile_export.size import breakdown
+
+    ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=2, **WIDE)
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8, measure_memory=False))
+    good = result.out / "model.onnx"
+    shared, why = onnx_format.memory_sharing(good)
+    assert shared and "Loop body" in why
+    twice = tmp_path / "twice.onnx"
+    _layer_stored_twice(good, twice)
+    onnxruntime.InferenceSession(str(twice), providers=["CPUExecutionProvider"])
+    shared, why = onnx_format.memory_sharing(twice)
+    assert not shared and why.startswith("NOT shared in RAM"), why
+    summary = json.loads((result.out / "report.json").read_text())["model"]
+    size = breakdown(twice, summary, "int8", True)
+    assert size["sharing_preserved"] is False and size["memory_sharing_preserved"] is False, size

@@ -73,8 +73,9 @@ def test_tied_table_stored_once_untied_twice(exported, quant):
 def test_verdict_flags_a_tied_table_stored_twice(tiny_checkpoint, tmp_path, monkeypatch):
     """Without the sharing passes the tied table is stored twice, and the size verdict says so."""
     import quantize.onnx_dynamic
+    from mobile_export.backends.executorch import lowering
 
-    monkeypatch.setattr(et_backend, "share_stored_bytes", lambda data: (data, 0))
+    monkeypatch.setattr(lowering, "share_stored_bytes", lambda data: (data, 0))
     monkeypatch.setattr(quantize.onnx_dynamic, "share_transposed_tables", lambda model: 0)
     result, table = _export(tiny_checkpoint, tmp_path / "twice", Quant.INT8, tied=True)
     for artifact in result.artifacts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mobile_export.backends.executorch import GELU_NEW_VS_ERF_MAX_DIFF, SigmoidGelu, xnnpack_friendly
+from mobile_export.backends.executorch.rewrites import GELU_NEW_VS_ERF_MAX_DIFF, SigmoidGelu, xnnpack_friendly
 from mobile_export.config import Quant
 from mobile_export.loading import load_checkpoint
 from mobile_export.reference import ExportWrapper

@@ -1,21 +1,8 @@
-"""Backend registry: capabilities as data (checked before any expensive work), code loaded lazily.
+"""Format registry: capabilities as data (checked before any expensive work), code loaded lazily.
 
-Each backend module provides::
-
-    export(wrapper, example, dynamic_shapes, quant, dest, progress[, group_size, int4_kernel]) -> dict  # stats
-    Runner(path, threads=None).run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]
-    files(path) -> [path, ...]                                                # the artifact and its data files
-    blobs(path) -> (weight blobs as bytes, bytes of delegate graphs)          # for the size breakdown
-    stored_quant(path) -> Quant                                               # default parity thresholds
-    int4_group_size(path) -> int | None                                       # 4-bit weights: values per scale
-    memory_sharing(path) -> (bool, str)                                       # one packed copy per weight?
-    coverage(path, quant) -> dict                                             # what runs unquantized/undelegated
-    check(path, shown) -> None                                                # ArtifactLoadError unless it is a sound export
-    usage(stats) -> dict                                                      # how an app loads and calls it
-    RUNTIME_VERSION() -> str
-
-The suffix of an artifact names its backend here and nowhere else (``for_path``). executorch and
-onnxruntime are imported only inside their backend module.
+Each format is a package here (``executorch``, ``onnx``, ``ort``) implementing the contract in
+``base.Format``. The suffix of an artifact names its format here and nowhere else (``for_path``).
+executorch and onnxruntime are imported only inside their format's package.
 """
 
 from __future__ import annotations
@@ -24,10 +11,11 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from typing import cast
 
 from ..config import Backend, Quant
 from ..errors import ArtifactLoadError, BadInputError, UnsupportedError
+from .base import Format
 
 
 @dataclass(frozen=True)
@@ -40,6 +28,12 @@ class BackendInfo:
     quants: frozenset[Quant]
     dynamic_batch: bool
     notes: str
+    data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """Every file an export of this format writes."""
+        return (self.file_name, *self.data_files)
 
 
 BACKENDS: dict[Backend, BackendInfo] = {
@@ -58,6 +52,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
               "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
+        data_files=("model.onnx.data",),
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
@@ -105,9 +100,9 @@ def check_supported(backend: Backend, quant: Quant) -> None:
         raise UnsupportedError(f"backend {backend.value} does not offer --quant {quant.value}; it offers: {offered}{hint}")
 
 
-def load(backend: Backend) -> ModuleType:
-    """Import the backend module (and with it its runtime library)."""
-    return importlib.import_module(BACKENDS[backend].module)
+def load(backend: Backend) -> Format:
+    """Import the format's package (and with it its runtime library)."""
+    return cast(Format, importlib.import_module(BACKENDS[backend].module))
 
 
 def artifact_files(path: str | os.PathLike) -> list[Path]:

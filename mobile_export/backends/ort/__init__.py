@@ -13,15 +13,13 @@ from pathlib import Path
 
 import torch
 
-from ..config import Quant
-from ..errors import ArtifactLoadError, first_line
-from . import onnx as onnx_backend
+from ...config import Quant
+from ...errors import ArtifactLoadError, first_line
+from .. import onnx as onnx_backend
+from ..base import MatmulCoverage
 
-RUNTIME_VERSION = onnx_backend.RUNTIME_VERSION
+runtime_version = onnx_backend.runtime_version
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
-
-
-memory_sharing = onnx_backend.memory_sharing
 
 
 def files(path: Path) -> list[Path]:
@@ -80,7 +78,7 @@ def initializers(path: Path):
             yield graph.Initializers(i)
 
 
-def coverage(path: Path, quant: Quant) -> dict:
+def coverage(path: Path, quant: Quant) -> MatmulCoverage:
     """Weight MatMuls quantized and left fp32, read from the ORT-format graph (after its optimizations)."""
     def nodes():
         for graph, constants in _graphs(path):
@@ -90,6 +88,22 @@ def coverage(path: Path, quant: Quant) -> dict:
                 yield node.OpType().decode(), (node.Name() or b"").decode(), b in constants
 
     return onnx_backend.matmul_coverage(nodes(), quant)
+
+
+def memory_sharing(path: Path) -> tuple[bool, str]:
+    """Whether a session keeps one packed copy of each stored weight, from what the .ort stores
+    (``onnx.inspection.packing_verdict``)."""
+    from ..onnx.inspection import packing_verdict
+
+    weights = {t.Name().decode(): t.RawDataAsNumpy().tobytes() for t in initializers(path) if t.RawDataLength()}
+    nodes, loop = [], False
+    for graph, constants in _graphs(path):
+        for n in range(graph.NodesLength()):
+            node = graph.Nodes(n)
+            b = node.Inputs(1).decode() if node.InputsLength() > 1 else ""
+            nodes.append((node.OpType().decode(), b, b in constants))
+            loop = loop or node.OpType() == b"Loop"
+    return packing_verdict(weights, nodes, loop)
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:

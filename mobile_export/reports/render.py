@@ -11,47 +11,9 @@ import json
 import math
 from pathlib import Path
 
-from dataclasses import dataclass, field
-
-from .errors import BadInputError
-from .fsutil import sha256_file, write_bytes
-from .size import GROUPS
-
-
-
-# 3: plot.per_example is a uniform sample of at most 3,000 examples; parity_data has
-# reference_texts_per_second, stats parity_texts_per_second, and parity.isa the emulated ARM64 runs.
-REPORT_SCHEMA = 3
-
-
-@dataclass
-class ExportReport:
-    """What ``export`` and ``parity`` found, as written to report.json (``to_json``) and rendered below.
-
-    ``artifacts`` holds one JSON object per artifact (file, bytes, sha256, parity metrics, stats, size).
-    """
-
-    tool: str
-    versions: dict
-    model: dict
-    options: dict
-    parity_data: dict
-    artifacts: list[dict]
-    cross_runtime: list[dict]
-    budget: dict | None = None
-    within_budget: bool | None = None
-    timings_seconds: dict = field(default_factory=dict)
-    schema_version: int = REPORT_SCHEMA
-
-    @property
-    def passed(self) -> bool:
-        return all(a["parity"]["passed"] for a in self.artifacts)
-
-    def to_json(self) -> dict:
-        return {"schema_version": self.schema_version, "tool": self.tool, "versions": self.versions,
-                "model": self.model, "options": self.options, "parity_data": self.parity_data,
-                "budget": self.budget, "artifacts": self.artifacts, "cross_runtime": self.cross_runtime,
-                "passed": self.passed, "timings_seconds": self.timings_seconds, "within_budget": self.within_budget}
+from ..errors import BadInputError
+from ..fsutil import sha256_file, write_bytes
+from ..size import GROUPS
 
 
 def _pct(v) -> str:
@@ -74,18 +36,15 @@ def _artifact_rows(report: dict) -> list[list[str]]:
         rows.append([a["file"], a.get("quant", "?"), f"{a['bytes']:,}", _num(p["max_abs_diff"]),
                      _num(p["mean_abs_diff"]), _num(p["sqnr_db"], ".1f"), _num(p.get("min_example_sqnr_db"), ".1f"),
                      _num(p["min_cosine"], ".5f"), _pct(p["agreement"]), _pct(p.get("decisive_agreement")),
-                     str(p.get("near_ties", "n/a")), _coverage(p.get("coverage")), acc,
+                     str(p.get("near_ties", "n/a")), _coverage(p.get("coverage"), a.get("quant")), acc,
                      "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"])])
     return rows
 
 
-def _coverage(c: dict | None) -> str:
-    if not c:
-        return "n/a"
-    if "fp32_weight_matmuls" in c:
-        return f"{c['quantized_weight_matmuls']} int8 / {c['fp32_weight_matmuls']} fp32 weight MatMuls"
-    return (f"{c['xnnpack_calls']} XNNPACK calls; outside: {len(c['compute_ops_outside_delegate'])} compute, "
-            f"{len(c['ops_outside_delegate']) - len(c['compute_ops_outside_delegate'])} data-movement ops")
+def _coverage(c: dict | None, quant: str | None) -> str:
+    from ..backends.base import coverage_from_dict
+
+    return coverage_from_dict(c, quant).summary() if c else "n/a"
 
 
 HEAD = ["artifact", "quant", "bytes", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB", "min cosine",

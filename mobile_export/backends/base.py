@@ -1,0 +1,124 @@
+"""The contract every artifact format implements (one package per format), and the typed records it returns.
+
+A new format (Core ML, LiteRT, ...) is one package under ``backends/`` whose ``__init__`` provides the
+members of ``Format`` below, plus one ``BackendInfo`` line in the registry (``backends/__init__.py``):
+file name, runtime, quantizations offered, dynamic batch. Everything outside ``backends/`` reaches a
+format only through the registry and this contract; the runtime library is imported only inside the
+format's package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from ..config import Quant
+
+
+class Runner(Protocol):
+    """An artifact loaded in its real runtime."""
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The artifact's outputs for int64 ``input_ids``, ``attention_mask``, ``token_type_ids``."""
+        ...
+
+
+@dataclass(frozen=True)
+class MatmulCoverage:
+    """Weight MatMuls quantized and left fp32, read from an .onnx / .ort (subgraphs included)."""
+
+    quant: Quant
+    quantized_weight_matmuls: int
+    fp32_weight_matmuls: int
+    fp32_weight_matmul_nodes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for a report."""
+        quantized = "quantized" if self.quant is Quant.FP32 else self.quant.value
+        return f"{self.quantized_weight_matmuls} {quantized} / {self.fp32_weight_matmuls} fp32 weight MatMuls"
+
+
+@dataclass(frozen=True)
+class DelegateCoverage:
+    """XNNPACK delegate calls and the operators each method runs outside them, read from a .pte."""
+
+    xnnpack_calls: int
+    ops_outside_delegate: tuple[str, ...] = ()
+    compute_ops_outside_delegate: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for a report."""
+        moves = len(self.ops_outside_delegate) - len(self.compute_ops_outside_delegate)
+        return (f"{self.xnnpack_calls} XNNPACK calls; outside: {len(self.compute_ops_outside_delegate)} compute, "
+                f"{moves} data-movement ops")
+
+
+Coverage = MatmulCoverage | DelegateCoverage
+
+
+def coverage_from_dict(data: dict[str, Any], quant: str | None) -> Coverage:
+    """The typed coverage of a report.json entry (``quant``: the artifact's, for entries written without it)."""
+    if "xnnpack_calls" in data:
+        return DelegateCoverage(int(data["xnnpack_calls"]), tuple(data.get("ops_outside_delegate", ())),
+                                tuple(data.get("compute_ops_outside_delegate", ())), tuple(data.get("problems", ())))
+    return MatmulCoverage(Quant(data.get("quant") or quant or "int8"), int(data["quantized_weight_matmuls"]),
+                          int(data["fp32_weight_matmuls"]), tuple(data.get("fp32_weight_matmul_nodes", ())),
+                          tuple(data.get("problems", ())))
+
+
+class Format(Protocol):
+    """What each format package provides (module-level functions and the ``Runner`` class)."""
+
+    Runner: type
+
+    def runtime_version(self) -> str:
+        """The installed runtime's version."""
+        ...
+
+    def export(self, wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict[str, Any],
+               quant: Quant, dest: Path, progress: Any, group_size: int | None = None,
+               int4_kernel: str | None = None) -> dict[str, Any]:
+        """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json)."""
+        ...
+
+    def files(self, path: Path) -> list[Path]:
+        """The artifact's files (e.g. ``model.onnx`` and ``model.onnx.data``)."""
+        ...
+
+    def blobs(self, path: Path) -> tuple[list[bytes], int]:
+        """(stored weight blobs, bytes of delegate graphs) for the size breakdown."""
+        ...
+
+    def stored_quant(self, path: Path) -> Quant:
+        """The precision the file stores (default parity thresholds)."""
+        ...
+
+    def int4_group_size(self, path: Path) -> int | None:
+        """Values per scale of the 4-bit weights, None without any."""
+        ...
+
+    def memory_sharing(self, path: Path) -> tuple[bool, str]:
+        """(one packed copy of each stored weight in RAM, verdict sentence), from what the file stores."""
+        ...
+
+    def coverage(self, path: Path, quant: Quant) -> Coverage:
+        """What runs quantized / delegated, read from the file."""
+        ...
+
+    def check(self, path: Path, shown: str) -> None:
+        """Raise ArtifactLoadError unless the file is a sound export, before its runtime runs it."""
+        ...
+
+    def usage(self, stats: dict[str, Any]) -> dict[str, Any]:
+        """How an app loads and calls the artifact (into manifest.json)."""
+        ...
+
+
+CONTRACT = ("Runner", "runtime_version", "export", "files", "blobs", "stored_quant", "int4_group_size",
+            "memory_sharing", "coverage", "check", "usage")

@@ -1,0 +1,34 @@
+"""How an app calls the exported .pte: the layer-loop program's methods, recorded in the manifest."""
+
+from __future__ import annotations
+
+INT4_TABLE_OP = "quantized_decomposed::embedding_4bit"
+
+# The .pte's calling convention (recorded in the manifest): ALBERT's layers share weights, so the
+# program holds the shared layer once as its own method and the caller runs it once per layer.
+EMBED_METHOD = "embed"
+HEAD_METHOD = "head"
+SCHEDULE_METHOD = "layer_schedule"
+GROUP_METHOD = "layer_group_{}"
+CALLING_CONVENTION = {
+    "name": "albert-layer-loop/1",
+    "methods": {
+        EMBED_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> (hidden float32 [1, S, 1, H], "
+                      "mask float32 [1, 1, S] additive)",
+        GROUP_METHOD.format("G"): "(hidden, mask) -> hidden: layer group G (ALBERT's shared layer)",
+        HEAD_METHOD: "(hidden) -> the task's outputs",
+        SCHEDULE_METHOD: "() -> one int per layer: which layer_group_G runs at that depth",
+    },
+    "loop": "hidden, mask = embed(ids, mask, types); for g in layer_schedule(): hidden = layer_group_g(hidden, mask); "
+            "outputs = head(hidden)",
+    "why": "every method's XNNPACK weights are packed once when the method loads: one method per shared layer "
+           "keeps one packed copy in RAM however many layers run",
+}
+
+
+def usage(stats: dict) -> dict:
+    """How an app loads and calls this export's .pte (recorded in manifest.json)."""
+    return {"load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
+            "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule"),
+            **({"kernels": f"{INT4_TABLE_OP} (ExecuTorch's quantized kernel library: executorch-android links it; "
+                           "a custom runtime build must keep it)"} if stats.get("int4") else {})}

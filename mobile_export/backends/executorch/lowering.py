@@ -1,0 +1,127 @@
+"""The .pte export: the XNNPACK-friendly model cut into the layer-loop methods, quantized and lowered."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import torch
+
+from ...config import Quant
+from .convention import CALLING_CONVENTION, EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
+from .layout import share_stored_bytes
+from .rewrites import xnnpack_friendly
+
+
+KEY_HEX_CHARS = 16
+
+
+class _ShortDigest:
+    def __init__(self, digest) -> None:
+        self._digest = digest
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()[:KEY_HEX_CHARS]
+
+
+class _ShortSha256:
+    """Stands in for ``hashlib`` in ExecuTorch's XNNPACK serializer: see ``short_constant_keys``."""
+
+    @staticmethod
+    def sha256(data=b""):
+        import hashlib
+
+        return _ShortDigest(hashlib.sha256(data))
+
+
+@contextlib.contextmanager
+def short_constant_keys():
+    """Name XNNPACK's constants by 64 bits of their SHA-256 instead of all 256 while lowering.
+
+    Every delegated call refers to each of its constants (weights, biases, per-channel scales) by that
+    key. The keys only need to be unique within one file; ExecuTorch's named-data store refuses one
+    key for two different blobs, so a collision would fail the export, never corrupt it.
+    """
+    from executorch.backends.xnnpack.operators import node_visitor
+
+    original = node_visitor.hashlib
+    node_visitor.hashlib = _ShortSha256
+    try:
+        yield
+    finally:
+        node_visitor.hashlib = original
+
+
+def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
+    """The XNNPACK-friendly copy of ``wrapper`` cut into methods (embed, one per layer group, head),
+    the layer schedule, and the counts of rewritten modules."""
+    from ...stages import cut, layer_schedule
+
+    friendly, rewritten = xnnpack_friendly(wrapper, quant)
+    embed, groups, head = cut(friendly.model, tuple(wrapper.output_names), batch_one=True)
+    methods: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
+    methods.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
+    methods[HEAD_METHOD] = head
+    return methods, layer_schedule(friendly.model.config), rewritten
+
+
+def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
+           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str | None = None) -> dict:
+    """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
+
+    int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
+    (``quantize.xnnpack_int4``), applied before torch.export.
+    ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import (
+        get_xnnpack_edge_compile_config,
+        get_xnnpack_executorch_backend_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+
+    methods, schedule, rewritten = stages(wrapper, quant)
+    int4 = None
+    if quant is Quant.INT4:
+        from quantize.xnnpack_int4 import quantize_int4
+
+        with progress.step(f"executorch: int4 weights (groups of {group_size}, torchao 8da4w)"):
+            int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
+    seq = dynamic_shapes["input_ids"][1]
+    examples = {EMBED_METHOD: example}
+    with torch.no_grad():
+        hidden, mask = methods[EMBED_METHOD](*example)
+    dims = {EMBED_METHOD: dynamic_shapes}
+    for name in methods:
+        if name.startswith(GROUP_METHOD.format("")):
+            examples[name] = (hidden, mask)
+            dims[name] = {"hidden": {1: seq}, "mask": {2: seq}}
+    examples[HEAD_METHOD] = (hidden,)
+    dims[HEAD_METHOD] = {"hidden": {1: seq}}
+    programs = {}
+    with progress.step(f"executorch: torch.export of {len(methods)} methods"):
+        for name, module in methods.items():
+            programs[name] = torch.export.export(module, examples[name], dynamic_shapes=dims[name], strict=False)
+    if quant is Quant.INT8:
+        from quantize.pt2e import quantize_graph
+
+        with progress.step("executorch: int8 PT2E quantization"):
+            for name, ep in programs.items():
+                gm = quantize_graph(ep.module(), [examples[name]])
+                programs[name] = torch.export.export(gm, examples[name], dynamic_shapes=dims[name], strict=False)
+    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
+        edge = to_edge_transform_and_lower(
+            programs, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config(),
+            constant_methods={SCHEDULE_METHOD: schedule},
+        )
+        program = edge.to_executorch(get_xnnpack_executorch_backend_config())
+    with progress.step("executorch: writing .pte"):
+        data, shared = share_stored_bytes(program.buffer)
+        dest.write_bytes(data)
+    delegates, outside = 0, set()
+    for name in methods:
+        graph = program.exported_program(name).graph_module.graph
+        delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
+        outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
+    return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
+            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}),
+            "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}

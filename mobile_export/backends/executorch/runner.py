@@ -1,0 +1,84 @@
+"""A .pte run in the ExecuTorch runtime through its calling convention."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
+
+
+_NOISE = (b"[cpuinfo_utils.cpp:",)
+
+
+@contextlib.contextmanager
+def _runtime_chatter_filtered():
+    """The ExecuTorch runtime prints cpuinfo probing lines (``[cpuinfo_utils.cpp:71] Reading file ...``)
+    on the process's stderr when it first initializes; catch file descriptor 2 while loading and pass
+    every other line through, so real errors still show."""
+    import os
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().splitlines(keepends=True) if not line.startswith(_NOISE)]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
+class Runner:
+    """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
+
+    The layer-loop program (``embed``, ``layer_group_G``, ``head``, ``layer_schedule``) is what
+    ``export`` writes; a single ``forward`` method (older exports, other tools) is run as it is.
+    """
+
+    def __init__(self, path: Path, threads: int | None = None, verification: str = "internal") -> None:
+        with _runtime_chatter_filtered():
+            self._load(path, threads, verification)
+
+    def _load(self, path: Path, threads: int | None, verification: str) -> None:
+        from executorch.runtime import Runtime, Verification
+
+        import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
+        if threads:
+            from executorch.extension.pybindings import portable_lib
+
+            portable_lib._unsafe_reset_threadpool(threads)
+        level = Verification.InternalConsistency if verification == "internal" else Verification.Minimal
+        self.program = Runtime.get().load_program(str(path), verification=level)
+        names = self.program.method_names
+        if EMBED_METHOD in names:
+            schedule = [int(v) for v in self.program.load_method(SCHEDULE_METHOD).execute([])]
+            self.embed = self.program.load_method(EMBED_METHOD)
+            self.groups = {g: self.program.load_method(GROUP_METHOD.format(g)) for g in sorted(set(schedule))}
+            self.schedule = schedule
+            self.head = self.program.load_method(HEAD_METHOD)
+            self.forward = None
+        else:
+            self.forward = self.program.load_method("forward")
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        from ...reference import INPUT_NAMES
+
+        inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in INPUT_NAMES]
+        if self.forward is not None:
+            outputs = self.forward.execute(inputs)
+        else:
+            hidden, mask = self.embed.execute(inputs)
+            for g in self.schedule:
+                (hidden,) = self.groups[g].execute([hidden, mask])
+            outputs = self.head.execute([hidden])
+        return [o.detach().numpy().copy() for o in outputs]

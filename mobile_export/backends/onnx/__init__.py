@@ -1,0 +1,27 @@
+"""ONNX (opset 18) for ONNX Runtime: the format's side of the contract in ``..base``.
+
+Export (``lowering``: the torch exporter, the shared layer as a Loop body, int8 dynamic / int4 block-wise
+weights), the file's layout (``layout``: page-aligned external data), what a file holds
+(``inspection``), whether a user's file is sound (``validation``) and running it (``runner``).
+onnxruntime is imported only here.
+"""
+
+from __future__ import annotations
+
+from .convention import usage
+from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, memory_sharing, quant_of, stored_quant
+from .layout import DATA_SUFFIX, blobs, files
+from .lowering import OPSET, export
+from .runner import Runner
+from .validation import check, check_interface
+
+__all__ = ["DATA_SUFFIX", "INT4_OPS", "OPSET", "Runner", "blobs", "check", "check_interface", "coverage", "export",
+           "files", "int4_group_size", "matmul_coverage", "memory_sharing", "quant_of", "runtime_version",
+           "stored_quant", "usage"]
+
+
+def runtime_version() -> str:
+    """The installed ONNX Runtime version."""
+    import onnxruntime
+
+    return onnxruntime.__version__

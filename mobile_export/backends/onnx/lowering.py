@@ -1,0 +1,139 @@
+"""The .onnx export: the torch exporter, ALBERT's shared layer as a Loop body, int8/int4 weights."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from ...config import DEFAULT_INT4_GROUP_SIZE, Quant
+from ...reference import INPUT_NAMES
+from .layout import externalize
+
+OPSET = 18
+
+
+def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
+    from quantize.onnx_dynamic import dedupe_initializers
+
+    prog = torch.onnx.export(module, args, dynamo=True, dynamic_shapes=dynamic_shapes, opset_version=OPSET,
+                             input_names=input_names, output_names=output_names, external_data=False,
+                             optimize=True, verbose=False)
+    model = prog.model_proto
+    dedupe_initializers(model)
+    if model.functions:
+        raise RuntimeError(f"the exporter left local functions {[f.name for f in model.functions]}")
+    return model
+
+
+def _prefixed(graph, prefix: str, keep: dict[str, str]):
+    """Rename every node, value and initializer of ``graph`` with ``prefix``, except the names in ``keep``."""
+    def name(n: str) -> str:
+        return n if not n else keep.get(n, prefix + n)
+
+    for node in graph.node:
+        node.name = prefix + node.name
+        node.input[:] = [name(n) for n in node.input]
+        node.output[:] = [name(n) for n in node.output]
+    for t in graph.initializer:
+        t.name = name(t.name)
+    for v in [*graph.input, *graph.output, *graph.value_info]:
+        v.name = name(v.name)
+    return graph
+
+
+LOOP_NODE = "encoder/shared_layer_loop"
+
+
+def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
+    """One ONNX graph: embed -> Loop(layers) over ALBERT's shared layer group -> head. The layer's
+    weights are stored once (in the main graph, see ``layout.hoist_loop_weights``) and read by the Loop
+    body, so ONNX Runtime builds and prepacks that layer once."""
+    from onnx import TensorProto, helper
+
+    from ...stages import cut
+
+    embed, groups, head = cut(wrapper.model, tuple(wrapper.output_names), batch_one=False)
+    layer = groups[0]
+    dims = dynamic_shapes["input_ids"]
+    batch, seq = dims[0], dims[1]
+    with torch.no_grad():
+        hidden, mask = embed(*example)
+    outputs = list(wrapper.output_names)
+    e = _to_onnx(embed, example, dynamic_shapes, list(INPUT_NAMES), ["hidden", "mask"])
+    m = _to_onnx(layer, (hidden, mask), {"hidden": {0: batch, 1: seq}, "mask": {0: batch, 3: seq}},
+                 ["hidden", "mask"], ["hidden_out"])
+    h = _to_onnx(head, (hidden,), {"hidden": {0: batch, 1: seq}}, ["hidden"], outputs)
+    ge = _prefixed(e.graph, "embed/", {n: n for n in INPUT_NAMES})
+    gl = _prefixed(m.graph, "layer/", {"hidden": "layer/hidden_in", "mask": "embed/mask",
+                                       "hidden_out": "layer/hidden_out"})
+    gh = _prefixed(h.graph, "head/", {"hidden": "encoder/hidden", **{n: n for n in outputs}})
+    body = helper.make_graph(
+        [*gl.node, helper.make_node("Identity", ["layer/cond_in"], ["layer/cond_out"], name="layer/cond")],
+        "albert_shared_layer",
+        [helper.make_tensor_value_info("layer/iteration", TensorProto.INT64, []),
+         helper.make_tensor_value_info("layer/cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("layer/hidden_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("layer/cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("layer/hidden_out", TensorProto.FLOAT, None)],
+        initializer=list(gl.initializer))
+    loop = helper.make_node("Loop", ["encoder/layers", "encoder/true", "embed/hidden"], ["encoder/hidden"],
+                            name=LOOP_NODE, body=body)
+    graph = helper.make_graph(
+        [*ge.node, loop, *gh.node], "albert", list(ge.input), list(gh.output),
+        initializer=[*ge.initializer, *gh.initializer,
+                     helper.make_tensor("encoder/layers", TensorProto.INT64, [], [layers]),
+                     helper.make_tensor("encoder/true", TensorProto.BOOL, [], [True])])
+    model = helper.make_model(graph, opset_imports=list(e.opset_import), producer_name="mobile-export")
+    model.ir_version = e.ir_version
+    return model
+
+
+def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
+           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str = "nbits") -> dict:
+    """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
+
+    ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
+    layer; several layer groups are written unrolled.
+    """
+    import onnx
+
+    from quantize.onnx_dynamic import prepare_file, quantize_file
+
+    fp32_path = dest.with_name(dest.name + ".fp32.tmp")
+    config = wrapper.model.config
+    loop = config.num_hidden_groups == 1
+    try:
+        with progress.step("onnx: torch.onnx.export (dynamo)" + (", layer loop" if loop else "")):
+            if loop:
+                onnx.save(_layer_loop_model(wrapper, example, dynamic_shapes, config.num_hidden_layers),
+                          str(fp32_path))
+            else:
+                prog = torch.onnx.export(
+                    wrapper, example, dynamo=True, dynamic_shapes=dynamic_shapes, opset_version=OPSET,
+                    input_names=list(INPUT_NAMES), output_names=list(wrapper.output_names),
+                    external_data=False, optimize=True, verbose=False,
+                )
+                prog.save(str(fp32_path), external_data=False)
+        int4: dict = {}
+        if quant is Quant.INT8:
+            with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
+                q = quantize_file(fp32_path, dest)
+        elif quant is Quant.INT4:
+            from quantize.onnx_nbits import quantize_file_int4
+
+            group = group_size or DEFAULT_INT4_GROUP_SIZE
+            with progress.step(f"onnx: int4 block-wise weights, groups of {group}, {int4_kernel} kernel"):
+                q, int4 = quantize_file_int4(fp32_path, dest, group, int4_kernel)
+        else:
+            q = prepare_file(fp32_path, dest)
+        stats = {"weight_matmuls": q.weight_matmuls, "quantized_matmuls": q.quantized_matmuls,
+                 "activation_matmuls": q.activation_matmuls, "deduplicated": q.deduplicated_initializers,
+                 "layer_loop": loop, **({"int4": int4} if int4 else {})}
+    finally:
+        if fp32_path.exists():
+            os.unlink(fp32_path)
+    stats["shared_table_bytes"], stats["opset"] = externalize(dest, OPSET)
+    onnx.checker.check_model(str(dest), full_check=True)
+    return stats
