@@ -12,7 +12,7 @@ import numpy as np
 
 from .config import MIN_BUCKET_EXAMPLES, Thresholds
 from .tasks import OutputKind, TaskSpec
-from .verify import (BUCKETS, TIE_ERROR_CAP, LengthBucket, ParityResult, Pooled, Worst, bucket_name, bucket_of, cosine,
+from .metrics import (BUCKETS, TIE_ERROR_CAP, LengthBucket, ParityResult, Pooled, Worst, bucket_name, bucket_of, cosine,
                      rows_of, sqnr_from_sums, top_margins)
 
 

@@ -10,25 +10,23 @@ process's VmHWM after the runtime import was reset.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
-from .errors import ArtifactLoadError
 
 def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int) -> dict:
     """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.bench``)."""
-    import importlib
     import time
 
     import numpy as np
     import torch
 
     from . import backends
+    from .child import import_runtime
     from .config import Backend
+    from .figures import latency_summary
     from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
 
     # torch is the runtime only for the eager reference; for artifacts it merely wraps arrays between
@@ -36,10 +34,7 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
     # the runtime's own threadpool runs on (the app has no torch at all)
     torch.set_num_threads(threads if kind == "torch" else 1)
     if kind != "torch":
-        info = backends.get_info(Backend(kind))
-        module = backends.load(info.backend)
-        for name in info.runtime_modules:
-            importlib.import_module(name)
+        module = import_runtime(kind)
     reset_peak()
     base_kib, base = status_kib("VmRSS"), resident_kib(Path(path))
     t0 = time.perf_counter()
@@ -56,15 +51,16 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
                 return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
     else:
         # the same Runner parity uses (ExecuTorch: the layer loop), with the runtime's minimal verification
-        extra = {"verification": "minimal"} if info.backend is Backend.EXECUTORCH else {}
-        runner = module.Runner(Path(path), threads=threads, **extra)
-        dynamic_batch = info.dynamic_batch
+        verification = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
+        runner = module.Runner(Path(path), threads=threads, **verification)
+        dynamic_batch = backends.get_info(Backend(kind)).dynamic_batch
 
         def run(ids, mask, types):
             return runner.run({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
     load_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
-    out = {"load_seconds": round(load_s, 4), "latency_ms": {}, "dynamic_batch": dynamic_batch}
+    latency_ms: dict[str, dict[str, float]] = {}
+    out: dict[str, object] = {"load_seconds": round(load_s, 4), "latency_ms": latency_ms, "dynamic_batch": dynamic_batch}
     for seq in seqs:
         ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
         ids[0, 0], ids[0, -1] = 2, 3
@@ -76,8 +72,7 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
             t = time.perf_counter()
             run(ids, mask, types)
             ts.append(1000 * (time.perf_counter() - t))
-        ts.sort()
-        out["latency_ms"][str(seq)] = {"median": round(ts[len(ts) // 2], 3), "p90": round(ts[int(0.9 * (len(ts) - 1))], 3)}
+        latency_ms[str(seq)] = latency_summary(ts)
     seq = seqs[len(seqs) // 2]
     ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
     mask, types = np.ones_like(ids), np.zeros_like(ids)
@@ -117,15 +112,13 @@ def machine() -> dict:
 
 def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30,
             warmup: int = 5) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "mobile_export.bench", kind, path, str(threads),
-                           ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab)], capture_output=True,
-                          text=True, timeout=3600,
-                          env=dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)))
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("BENCH ")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ArtifactLoadError(f"benchmark of {path} failed: {tail}")
-    return json.loads(lines[-1][6:])
+    """Load time, latency per length, throughput and memory of one (artifact, threads) in a fresh process."""
+    from .child import run_child
+
+    return run_child("mobile_export.bench", [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs),
+                                             str(warmup), str(vocab)],
+                     dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)), 3600,
+                     f"benchmark of {path} failed")
 
 
 def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], threads: list[int], runs: int = 30,
@@ -172,12 +165,13 @@ def table(result: dict) -> str:
         lines.append(f"{r['name'][:22]:<22}{r['threads']:>4}{r['load_seconds']:>8.2f}"
                      + "".join(f"{r['latency_ms'][s]['median']:>10.2f}" for s in seqs)
                      + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
-                     + f"{r['peak_rss_bytes'] / 2**20:>10.0f}")
+                     + f"{r['peak_rss_bytes'] / 2**20:>10.0f}")  # a table column: the number alone
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
+    from .child import print_result
+
     _argv = sys.argv[1:]
-    _result = _child(_argv[0], _argv[1], int(_argv[2]), [int(x) for x in _argv[3].split(",")], int(_argv[4]),
-                     int(_argv[5]), int(_argv[6]))
-    print("BENCH " + json.dumps(_result))
+    print_result(_child(_argv[0], _argv[1], int(_argv[2]), [int(x) for x in _argv[3].split(",")], int(_argv[4]),
+                        int(_argv[5]), int(_argv[6])))

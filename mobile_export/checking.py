@@ -21,7 +21,7 @@ from .config import Backend, Quant, Thresholds
 from .data import ParityData
 from .errors import ArtifactLoadError, first_line
 from .loading import LoadedModel
-from .parity import CrossRuntime, PlotSampler
+from .plots import CrossRuntime, PlotSampler
 from .progress import Progress
 from .reference import Example, output_width, reference_batch, tokenize
 from .tasks import OutputKind, TaskSpec
@@ -197,7 +197,7 @@ class Checker:
         """Output values of one example of ``length`` tokens."""
         return self.width * (length if self.per_token else 1)
 
-    def _windows(self, examples: list[Example]) -> Iterator[range]:
+    def windows(self, examples: list[Example]) -> Iterator[range]:
         """Consecutive runs of examples whose reference outputs fit ``WINDOW_VALUES`` together."""
         start, values = 0, 0
         for k, ex in enumerate(examples):
@@ -209,7 +209,7 @@ class Checker:
         if start < len(examples):
             yield range(start, len(examples))
 
-    def _reference(self, examples: list[Example], window: range) -> dict[int, list[np.ndarray]]:
+    def reference(self, examples: list[Example], window: range) -> dict[int, list[np.ndarray]]:
         """fp32 outputs of a window's examples: sorted by length, in padded batches within the limits."""
         order = sorted(window, key=lambda k: examples[k].length)
         out: dict[int, list[np.ndarray]] = {}
@@ -230,9 +230,9 @@ class Checker:
         """Run ``items`` (text, label) through the reference and every artifact, adding them to ``tally``."""
         loaded = self.loaded
         examples = tokenize(loaded.tokenizer, [text for text, _ in items], self.max_len)
-        for window in self._windows(examples):
+        for window in self.windows(examples):
             t0 = time.perf_counter()
-            refs = self._reference(examples, window)
+            refs = self.reference(examples, window)
             tally.reference_seconds += time.perf_counter() - t0
             for k in window:
                 ex, label, ref = examples[k], items[k][1], refs.pop(k)

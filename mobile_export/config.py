@@ -33,15 +33,6 @@ class Quant(str, Enum):
         return self.value
 
 
-def parse_enum(enum_cls: type[Enum], value: str, what: str) -> Enum:
-    """Turn a user string into an enum member, or raise a one-line BadInputError."""
-    try:
-        return enum_cls(value)
-    except ValueError:
-        choices = ", ".join(m.value for m in enum_cls)
-        raise BadInputError(f"unknown {what} '{value}'; choose one of: {choices}") from None
-
-
 # A length bucket of the parity text is gated on its own when it has at least this many examples.
 MIN_BUCKET_EXAMPLES = 3
 INT4_MIN_SQNR_DB = 15.0

@@ -21,14 +21,11 @@ transient load buffers included.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from .errors import ArtifactLoadError
 
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 
@@ -80,17 +77,12 @@ def model_kib(delta: dict[str, int]) -> int:
 
 
 def _child(path: Path, backend: str, seq: int) -> dict:
-    import importlib
-
+    """In the measuring process: baseline, load, one run; resident memory after each (KiB)."""
     import numpy as np
 
-    from . import backends
-    from .config import Backend
+    from .child import import_runtime
 
-    info = backends.get_info(Backend(backend))
-    module = backends.load(info.backend)
-    for name in info.runtime_modules:  # the runtime's libraries belong to the baseline
-        importlib.import_module(name)
+    module = import_runtime(backend)
     reset_peak()
     base_kib = status_kib("VmRSS")
     base = resident_kib(path)
@@ -118,16 +110,12 @@ def measure(path: Path, seq_len: int = 128) -> dict:
         ArtifactLoadError: the artifact did not load or run in the child process.
     """
     from . import backends
+    from .child import run_child
 
     backend = backends.for_path(path)
-    proc = subprocess.run([sys.executable, "-m", "mobile_export.memory", str(path), backend.value, str(seq_len)],
-                          capture_output=True, text=True, timeout=1800,
-                          env=dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(16 * 1024)))
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ArtifactLoadError(f"{path.name} could not be loaded and run to measure memory: {tail}")
-    r = json.loads(lines[-1])
+    r = run_child("mobile_export.memory", [str(path), backend.value, str(seq_len)],
+                  dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(16 * 1024)), 1800,
+                  f"{path.name} could not be loaded and run to measure memory")
     kib = 1024
     run, load = r["after_run"], r["after_load"]
     return {
@@ -143,12 +131,7 @@ def measure(path: Path, seq_len: int = 128) -> dict:
     }
 
 
-def ram_verdict(model_rss_bytes: int, file_bytes: int) -> str:
-    """One line: RAM next to the file."""
-    return (f"{model_rss_bytes / 2**20:.1f} MiB resident for a {file_bytes / 2**20:.1f} MiB file "
-            f"({model_rss_bytes / max(file_bytes, 1):.2f}x)")
-
-
 if __name__ == "__main__":
-    result = _child(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))
-    print(json.dumps(result))
+    from .child import print_result
+
+    print_result(_child(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])))

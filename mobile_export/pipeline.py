@@ -126,7 +126,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                                      options.measure_memory) for r in results]
             except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
                 raise ExportFailedError(str(exc)) from exc
-        typed = build_report("mobile-export", loaded, run, parity_data, results,
+        report_record = build_report("mobile-export", loaded, run, parity_data, results,
                               {"backends": [b.value for b in options.backends], "quant": options.quant.value,
                                "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
                                **({"int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
@@ -134,9 +134,9 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
                               [{"size": e} for e in sizes])
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
-            typed.budget, typed.within_budget = budget.as_dict(), not over
-        typed.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
-        report = typed.to_json()
+            report_record.budget, report_record.within_budget = budget.as_dict(), not over
+        report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
+        report = report_record.to_json()
         result = ExportResult(out=out, report=report, artifacts=results)
         if result.passed and over:
             write_json(out / "report.failed.json", report)
@@ -202,9 +202,9 @@ def export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOption
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            extra = ({"group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size), "int4_kernel": options.int4_kernel}
-                     if quant is Quant.INT4 else {})
-            stats = module.export(wrapper, example, dyn, quant, dest, progress, **extra)
+            int4 = ({"group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+                     "int4_kernel": options.int4_kernel} if quant is Quant.INT4 else {})
+            stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4)
     except MobileExportError:
         raise
     except Exception as exc:

@@ -20,6 +20,12 @@ def not_an_export(shown: str, found: str):
                              f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]); pass a file written by mobile-export export")
 
 
+def additive_mask(keep: torch.Tensor) -> torch.Tensor:
+    """The additive attention mask of a 0/1 ``keep`` mask (already broadcast to the layout a layer reads):
+    0 where attended, the most negative float32 where padded."""
+    return (1.0 - keep.to(torch.float32)) * torch.finfo(torch.float32).min
+
+
 class ExportWrapper(torch.nn.Module):
     """Takes (input_ids, attention_mask, token_type_ids) int64 [batch, seq]; returns the task's outputs.
 
@@ -33,7 +39,7 @@ class ExportWrapper(torch.nn.Module):
         self.output_names = task.outputs
 
     def forward(self, input_ids, attention_mask, token_type_ids):
-        additive = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
+        additive = additive_mask(attention_mask[:, None, None, :])
         out = self.model(input_ids=input_ids, attention_mask=additive, token_type_ids=token_type_ids)
         return tuple(out[name] for name in self.output_names)
 

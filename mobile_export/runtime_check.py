@@ -14,13 +14,14 @@ from .checking import ArtifactCheck, Checker, ParitySource, Tally, run_local
 from .config import Backend, ParityOptions, Quant, Thresholds, resolve_max_len
 from .data import read_parity_file
 from .errors import BadInputError, MobileExportError, ParityError
+from .figures import latency_summary
 from .fsutil import sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
-from .parity import PlotData
+from .plots import PlotData
 from .progress import Progress, Silent
 from .reports import write_reports
 from .reports.assembly import build_report
-from .verify import ParityResult
+from .metrics import ParityResult
 
 
 @dataclass
@@ -67,10 +68,10 @@ def check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[Arti
         verdict = "passed" if parity.passed else "FAILED: " + "; ".join(parity.failures)
         progress.say(f"{check.name}: {parity.headline()} -> {verdict}")
         info = backends.get_info(check.backend)
-        ms = sorted(1000 * x for x in tally.seconds[j])
+        ms = [1000 * x for x in tally.seconds[j]]
         seconds = sum(tally.seconds[j])
         stats = dict(runtime=info.runtime, runtime_version=module.runtime_version(),
-                     parity_latency_ms={"median": round(ms[len(ms) // 2], 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
+                     parity_latency_ms={**latency_summary(ms),
                                         "note": "per example, batch 1, mixed lengths, during the parity run"},
                      parity_texts_per_second=round(len(ms) / seconds, 2) if seconds else None,
                      dynamic_batch=info.dynamic_batch, shape_notes=info.notes)

@@ -17,6 +17,7 @@ from pathlib import Path
 from quantize.schemes import table_group_size
 
 from .config import DEFAULT_INT4_GROUP_SIZE, Backend
+from .figures import mib
 
 GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
           "pooler", "task head")
@@ -150,7 +151,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
-    extra: Counter = Counter()
+    extra_copies: Counter = Counter()
     unmatched = 0
     # Every stored blob is matched, duplicates included: the same bytes stored twice cost twice (the
     # regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes).
@@ -161,7 +162,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
         if taken:
             groups[taken[0]] += len(b)
-            extra[taken[0]] += len(b)
+            extra_copies[taken[0]] += len(b)
         else:
             unmatched += len(b)
     counts = parameter_counts(model, config)
@@ -170,10 +171,10 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     # embeddings) no second copy of the table: the decoder's weight is no slot of its own then, so
     # a decoder stored apart is an extra copy of the word embeddings.
     problems = []
-    if extra["shared encoder layer"] or not layer_bytes:
-        problems.append(f"{extra['shared encoder layer']:,} B of extra copies of the shared layer")
-    if tied and extra["word embeddings"]:
-        problems.append(f"tied embeddings stored twice, {extra['word embeddings']:,} bytes extra")
+    if extra_copies["shared encoder layer"] or not layer_bytes:
+        problems.append(f"{extra_copies['shared encoder layer']:,} B of extra copies of the shared layer")
+    if tied and extra_copies["word embeddings"]:
+        problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
     preserved = not problems
     once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
     if tied:
@@ -184,7 +185,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         "other_constants_bytes": int(unmatched),
         "delegate_graph_bytes": int(graph_bytes),
         "overhead_bytes": int(len(data) - stored + unmatched),
-        "extra_copies_bytes": {g: int(v) for g, v in extra.items() if v},
+        "extra_copies_bytes": {g: int(v) for g, v in extra_copies.items() if v},
         "parameters": counts,
         "tied_embeddings": tied,
         "sharing_preserved": preserved,
@@ -194,7 +195,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
 
 
 def _mb(n: int) -> str:
-    return f"{n:,} B ({n / 2**20:.2f} MiB)"
+    return f"{n:,} B ({mib(n, 2)})"
 
 
 def format_entry(e: dict) -> str:
@@ -215,11 +216,10 @@ def format_entry(e: dict) -> str:
         lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
     if e.get("memory"):
         m = e["memory"]
-        mib = 2**20
-        lines.append(f"  RAM (load + one run at {m['seq_len']} tokens): model {m['model_rss_bytes'] / mib:.1f} MiB, "
-                     f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {m['private_bytes'] / mib:.1f} MiB, "
-                     f"artifact pages {m['artifact_bytes'] / mib:.1f} MiB); runtime library code touched "
-                     f"{m['library_bytes'] / mib:.1f} MiB; process peak {m['peak_rss_bytes'] / mib:.0f} MiB")
+        lines.append(f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "
+                     f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {mib(m['private_bytes'])}, "
+                     f"artifact pages {mib(m['artifact_bytes'])}); runtime library code touched "
+                     f"{mib(m['library_bytes'])}; process peak {mib(m['peak_rss_bytes'], 0)}")
     for b in e.get("budgets", []):
         verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"
         lines.append(f"  budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): {verdict}")

@@ -12,6 +12,8 @@ import copy
 
 import torch
 
+from .reference import additive_mask
+
 
 class Embed(torch.nn.Module):
     """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
@@ -26,7 +28,7 @@ class Embed(torch.nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
         keep = attention_mask[:, None, :] if self.batch_one else attention_mask[:, None, None, :]
-        mask = (1.0 - keep.to(torch.float32)) * torch.finfo(torch.float32).min
+        mask = additive_mask(keep)
         return (hidden.view(1, -1, 1, self.width) if self.batch_one else hidden), mask
 
 

@@ -45,6 +45,34 @@ def tiny_checkpoint(tmp_path_factory):
     return make
 
 
+# A model wide enough that one weight matrix stands far above graph overhead (sharing and int4 size tests).
+WIDE = dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, embedding_size=32,
+            max_position_embeddings=64, initializer_range=0.02)
+WIDE_LAYER_PARAMS = 4 * 256 * 256 + 2 * 256 * 1024  # one (shared) layer's Linear weights
+
+
+@pytest.fixture(scope="session")
+def wide_export(tiny_checkpoint, tmp_path_factory):
+    """wide_export(backend, quant, layers=1) -> ExportResult of the WIDE feature-extraction ALBERT, exported
+    once per argument set for the whole run (int4 with the limits its random weights allow, see test_int4)."""
+    from mobile_export import ExportOptions, Quant, Thresholds, export
+
+    cache: dict = {}
+
+    def make(backend, quant, layers: int = 1):
+        key = (backend, quant, layers)
+        if key not in cache:
+            ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
+            limits = (Thresholds(min_agreement=0.98, min_sqnr_db=5.0, min_example_sqnr_db=3.0)
+                      if quant is Quant.INT4 else None)
+            out = tmp_path_factory.mktemp(f"wide-{backend.value}-{quant.value}-L{layers}") / "o"
+            cache[key] = export(ckpt, out, ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
+                                                         thresholds=limits))
+        return cache[key]
+
+    return make
+
+
 # Headline suites that need tools from outside PyPI. Without the tool the suite is skipped locally
 # (and named at the end of the run with the command that installs it); under CI (CI=true) a missing
 # tool fails those tests instead, so CI can never pass by skipping them.

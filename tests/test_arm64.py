@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mobile_export.cli import main
-from mobile_export.verify import BUCKETS, bucket_of
+from mobile_export.metrics import BUCKETS, bucket_of
 
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 CPUS = "cortex-a53,cortex-a76,cortex-a710"

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from mobile_export.cli import main
+from mobile_export.reports import REPORT_SCHEMA
 
 
 def _run(argv, capsys):
@@ -130,7 +131,7 @@ def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
     assert json.loads((out / "labels.json").read_text())["labels"] == ["negative", "neutral", "positive"]
     report = json.loads((out / "report.json").read_text())
-    assert report["passed"] is True and report["schema_version"] == 3
+    assert report["passed"] is True and report["schema_version"] == REPORT_SCHEMA
     assert {a["backend"] for a in report["artifacts"]} == {"executorch", "onnx"}
     lengths = report["parity_data"]["lengths"]
     assert 2 in lengths and 128 in lengths and len(lengths) >= 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -15,14 +16,18 @@ from mobile_export.demo.data import load_reviews, split_of, write_split
 METRICS = json.loads((MODEL_DIR / "training_metrics.json").read_text())
 
 
-def test_split_rule_is_stable():
-    # the rule written in the model card: sha256(text)[:8] as hex, mod 10; 0 test, 1 validation
-    assert split_of("这家餐厅的菜真好吃") == split_of("这家餐厅的菜真好吃")
+def _card_rule(text: str) -> str:
+    """The split rule as the model card writes it: sha256(text)[:8] as hex, mod 10; 0 test, 1 validation."""
+    bucket = int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 10
+    return {0: "test", 1: "validation"}.get(bucket, "train")
+
+
+def test_split_rule_is_the_model_cards():
     splits = load_reviews()
     assert {k: len(v) for k, v in splits.items()} == METRICS["split_sizes"]
-    train = {t for t, _ in splits["train"]}
-    assert not train & {t for t, _ in splits["test"]}
-    assert all(split_of(t) == "test" for t, _ in splits["test"][:200])
+    for name, rows in splits.items():
+        assert all(_card_rule(t) == name for t, _ in rows), name
+    assert all(split_of(t) == _card_rule(t) for t, _ in splits["train"][:500])
 
 
 @torch.no_grad()
@@ -49,7 +54,7 @@ def test_int8_artifacts_keep_accuracy_on_test_split(tmp_path):
     data = tmp_path / "test.tsv"
     n = write_split("test", data)
     assert n >= 1000
-    result = export(MODEL_DIR, tmp_path / "out", ExportOptions(quant=Quant.INT8, data=str(data)))
+    result = export(MODEL_DIR, tmp_path / "out", ExportOptions(quant=Quant.INT8, data=str(data), measure_memory=False))
     assert {a.backend for a in result.artifacts} == {Backend.EXECUTORCH, Backend.ONNX}
     for art in result.artifacts:
         p = art.parity

@@ -51,8 +51,8 @@ def test_batched_reference_equals_one_text_at_a_time(tiny_checkpoint, task):
     # and the windows the checker batches in give the same
     checker = Checker(loaded, [], 160)
     got = {}
-    for window in checker._windows(examples):
-        got.update(checker._reference(examples, window))
+    for window in checker.windows(examples):
+        got.update(checker.reference(examples, window))
     for k, a in enumerate(single):
         for x, y in zip(a, got[k]):
             np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(x).max())))
@@ -74,12 +74,12 @@ def test_windows_and_batches_stay_within_their_limits(tiny_checkpoint, monkeypat
         return real(model, task, batch, pad)
 
     monkeypatch.setattr(checking, "reference_batch", spy)
-    windows = list(checker._windows(examples))
+    windows = list(checker.windows(examples))
     assert [k for w in windows for k in w] == list(range(len(examples)))  # every example once, in order
     for w in windows:
         values = sum(examples[k].length for k in w)
         assert values <= 300 or len(w) == 1, values
-        checker._reference(examples, w)
+        checker.reference(examples, w)
     for lengths in seen:
         assert lengths == sorted(lengths) and (len(lengths) * max(lengths) <= 200 or len(lengths) == 1), lengths
     assert max(len(b) for b in seen) > 1  # batching happened

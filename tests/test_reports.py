@@ -14,7 +14,7 @@ import pytest
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.cli import main
 from mobile_export.config import Thresholds
-from mobile_export.parity import CrossRuntime, PlotSampler
+from mobile_export.plots import CrossRuntime, PlotSampler
 from mobile_export.tasks import get_task
 from mobile_export.accumulate import compare
 

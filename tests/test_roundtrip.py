@@ -125,7 +125,7 @@ def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
     if backend is Backend.EXECUTORCH:  # gelu, LayerNorm, attention rewritten so that XNNPACK takes each layer
         assert art.stats["rewritten_for_xnnpack"]["gelu"] >= 1
         assert art.stats["rewritten_for_xnnpack"]["attention"] >= 1
-        outside = art.stats["ops_outside_delegate"]
+        outside = cov.ops_outside_delegate
         assert not any(op in o for o in outside for op in ("pow", "layer_norm", "bmm", "view_copy", "expand",
                                                              "softmax", "linear", "addmm")), outside
     assert len(set(art.parity.lengths)) >= 3 or len({ex for ex in result.report["parity_data"]["lengths"]}) >= 3
@@ -187,4 +187,5 @@ def test_layer_groups_and_inner_groups(tiny_checkpoint, tmp_path, backend):
     assert result.report["model"]["config"]["num_hidden_groups"] == 2
     if backend is Backend.ONNX:
         # 4 group applications x 2 inner layers x 6 weight MatMuls, + projection, pooler, classifier
-        assert art.stats["quantized_matmuls"] == art.stats["weight_matmuls"] == 4 * 2 * 6 + 3
+        cov = art.parity.coverage
+        assert cov.quantized_weight_matmuls == 4 * 2 * 6 + 3 and cov.fp32_weight_matmuls == 0

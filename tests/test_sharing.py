@@ -8,12 +8,9 @@ import onnx
 from onnx import numpy_helper
 import pytest
 
-from mobile_export import Backend, ExportOptions, Quant, Thresholds, export, load_checkpoint
+from mobile_export import Backend, ExportOptions, Quant, export, load_checkpoint
 
-WIDE = dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, embedding_size=32,
-            max_position_embeddings=64, initializer_range=0.02)
-LAYER_PARAMS = 4 * 256 * 256 + 2 * 256 * 1024  # one (shared) layer's Linear weights
-SMALLEST_MATRIX = 256 * 256
+from conftest import WIDE_LAYER_PARAMS as LAYER_PARAMS
 
 
 # ExecuTorch fp32 is left out: the .pte stores weights by content hash for both precisions, and
@@ -21,16 +18,12 @@ SMALLEST_MATRIX = 256 * 256
 @pytest.mark.parametrize("backend,quant", [(Backend.ONNX, Quant.INT8), (Backend.ONNX, Quant.FP32),
                                            (Backend.ONNX, Quant.INT4), (Backend.EXECUTORCH, Quant.INT8),
                                            (Backend.EXECUTORCH, Quant.INT4)], ids=str)
-def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quant):
+def test_size_does_not_grow_with_layers(wide_export, backend, quant):
     sizes, partitions = {}, {}
-    # int4 on these random weights: ~10 dB (tests/test_int4.py says why); sharing is what is tested here
-    limits = Thresholds(min_agreement=0.98, min_sqnr_db=5.0, min_example_sqnr_db=3.0) if quant is Quant.INT4 else None
     for layers in (1, 4):
-        ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
-        result = export(ckpt, tmp_path / f"L{layers}", ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
-                                                                      thresholds=limits))
+        result = wide_export(backend, quant, layers)
         sizes[layers] = result.artifacts[0].bytes
-        partitions[layers] = result.artifacts[0].stats.get("xnnpack_partitions")
+        partitions[layers] = getattr(result.artifacts[0].parity.coverage, "xnnpack_calls", None)
         size = result.report["artifacts"][0]["size"]
         assert size["sharing_preserved"], size["sharing_verdict"]
         # every byte is attributed: parts + overhead (incl. unmatched constants) = the file
@@ -41,8 +34,7 @@ def test_size_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend, quan
     per_layer = (sizes[4] - sizes[1]) / 3
     # Unshared, each extra layer would add one_layer bytes; shared, only graph nodes (and, in the
     # .pte, per-layer copies of the int8 scales) are added. 5% of a layer is less than its smallest
-    # matrix, so one duplicated weight fails this.
-    assert 0.05 * one_layer < SMALLEST_MATRIX * bytes_per_weight
+    # matrix (256 x 256), so one duplicated weight fails this.
     assert per_layer < 0.05 * one_layer, f"{backend} {quant}: {sizes}: {per_layer:.0f} B per extra layer"
     if backend is Backend.EXECUTORCH:
         # The layer-loop program holds the shared layer as one method whatever the depth: no XNNPACK
@@ -66,8 +58,8 @@ def test_onnx_int8_quantizes_every_weight_matmul_once(tiny_checkpoint, tmp_path)
     # The shared layer is the body of one Loop run 4 times: its (q, k, v, dense, ffn, ffn_output) MatMuls
     # appear once, + embedding projection, pooler and classifier in the main graph
     assert stats["layer_loop"] is True
-    assert stats["weight_matmuls"] == 6 + 3
-    assert stats["quantized_matmuls"] == stats["weight_matmuls"]
+    cov = result.artifacts[0].parity.coverage
+    assert cov.quantized_weight_matmuls == 6 + 3 and cov.fp32_weight_matmuls == 0
     assert stats["activation_matmuls"] == 2  # Q.K^T and P.V stay fp32
     model = onnx.load(str(tmp_path / "o" / "model.onnx"))
     graph_only = onnx.load(str(tmp_path / "o" / "model.onnx"), load_external_data=False)
@@ -142,7 +134,7 @@ def _layer_stored_twice(src, dest) -> None:
     onnx.save(model, str(dest))
 
 
-def test_onnx_ram_verdict_follows_what_the_file_stores(tiny_checkpoint, tmp_path):
+def test_onnx_ram_verdict_follows_what_the_file_stores(wide_export, tmp_path):
     """One stored layer read by one Loop: shared on disk and in RAM. The same layer stored twice for two Loops:
     the size breakdown and the RAM verdict both say NOT, from the same file (the model still loads)."""
     import onnxruntime
@@ -150,8 +142,7 @@ def test_onnx_ram_verdict_follows_what_the_file_stores(tiny_checkpoint, tmp_path
     from mobile_export.backends import onnx as onnx_format
     from mobile_export.size import breakdown
 
-    ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=2, **WIDE)
-    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8, measure_memory=False))
+    result = wide_export(Backend.ONNX, Quant.INT8)
     good = result.out / "model.onnx"
     shared, why = onnx_format.memory_sharing(good)
     assert shared and "Loop body" in why

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mobile_export.config import Quant, Thresholds
-from mobile_export.parity import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
+from mobile_export.plots import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
 from mobile_export.tasks import get_task
 from mobile_export.accumulate import ParityAccumulator, compare
 from parity_oracle import oracle

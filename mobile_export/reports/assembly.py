@@ -14,9 +14,8 @@ if TYPE_CHECKING:
     from ..loading import LoadedModel
     from ..runtime_check import ArtifactResult
 
-# 3: plot.per_example is a uniform sample of at most 3,000 examples; parity_data has
-# reference_texts_per_second, stats parity_texts_per_second, and parity.isa the emulated ARM64 runs.
-REPORT_SCHEMA = 3
+# The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
+REPORT_SCHEMA = 4
 
 
 @dataclass
@@ -108,6 +107,6 @@ def build_report(tool: str, loaded: LoadedModel, run: Tally, parity_data: dict, 
     """The one report both commands write: model, options, parity data, artifacts, cross-runtime."""
     return ExportReport(
         tool=tool, versions=versions(), model=model_summary(loaded), options=options, parity_data=parity_data,
-        artifacts=[{**artifact_entry(r), **extra} for r, extra in zip(results, per_artifact)],
+        artifacts=[{**artifact_entry(r), **additions} for r, additions in zip(results, per_artifact)],
         cross_runtime=run.cross.rows(),
     )

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from ..errors import BadInputError
+from ..figures import mib
 from ..fsutil import sha256_file, write_bytes
 from ..size import GROUPS
 
@@ -99,9 +100,9 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
                                               for a in sizes])
         mem = [a["size"].get("memory") for a in sizes]
         if all(mem):
-            rows.append(["model RAM (load + run)"] + [f"{m['model_rss_bytes'] / 2**20:.1f} MiB" for m in mem])
+            rows.append(["model RAM (load + run)"] + [mib(m["model_rss_bytes"]) for m in mem])
             rows.append(["RAM / file"] + [f"{m['model_rss_bytes'] / a['size']['bytes']:.2f}x" for m, a in zip(mem, sizes)])
-            rows.append(["process peak RSS"] + [f"{m['peak_rss_bytes'] / 2**20:.0f} MiB" for m in mem])
+            rows.append(["process peak RSS"] + [mib(m["peak_rss_bytes"], 0) for m in mem])
         out.append(("Size (bytes)", ["part"] + [a["file"] for a in sizes], rows))
     return out
 

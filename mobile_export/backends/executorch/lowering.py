@@ -117,11 +117,6 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     with progress.step("executorch: writing .pte"):
         data, shared = share_stored_bytes(program.buffer)
         dest.write_bytes(data)
-    delegates, outside = 0, set()
-    for name in methods:
-        graph = program.exported_program(name).graph_module.graph
-        delegates += sum(1 for n in graph.nodes if n.op == "call_function" and "call_delegate" in str(n.target))
-        outside |= {str(n.target) for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")}
-    return {"xnnpack_partitions": delegates, "ops_outside_delegate": sorted(outside),
-            "shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}),
+    # delegate calls and the operators outside them are read from the written file (inspection.coverage)
+    return {"shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}),
             "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}

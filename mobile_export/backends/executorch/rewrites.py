@@ -80,9 +80,9 @@ def _xnnpack_encoder_forward(self, hidden_states, attention_mask=None, **kwargs)
     hidden = self.embedding_hidden_mapping_in(hidden_states)
     width = hidden.shape[-1]
     hidden = hidden.view(1, -1, 1, width)
-    config = self.config
-    for i in range(config.num_hidden_layers):
-        group = int(i / (config.num_hidden_layers / config.num_hidden_groups))
+    from ...stages import layer_schedule
+
+    for group in layer_schedule(self.config):
         hidden = self.albert_layer_groups[group](hidden, attention_mask)
     return BaseModelOutput(last_hidden_state=hidden.view(1, -1, width))
 

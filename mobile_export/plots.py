@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .tasks import TaskSpec
-from .verify import decisions_of
+from .metrics import decisions_of
 
 MAX_POINTS = 3000
 
