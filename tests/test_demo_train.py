@@ -7,7 +7,9 @@ import random
 import torch
 from transformers import AlbertConfig, AlbertModel
 
-from mobile_export.demo.train import MASK_CHAR, _load_encoder, _save_encoder, _teacher_probs, augment_text, build_vocab
+from mobile_export.demo.distillation import MASK_CHAR, augment_text, teacher_probs
+from mobile_export.demo.pretraining import load_encoder, save_encoder
+from mobile_export.demo.vocabulary import build_vocab
 
 
 def _encoder(positions: int) -> AlbertModel:
@@ -20,8 +22,8 @@ def _encoder(positions: int) -> AlbertModel:
 def test_encoder_from_shorter_pretraining_repeats_its_positions(tmp_path):
     short, long = _encoder(8), _encoder(20)
     path = tmp_path / "enc.safetensors"
-    _save_encoder(short, str(path))
-    missing = _load_encoder(long, str(path))
+    save_encoder(short, str(path))
+    missing = load_encoder(long, str(path))
     assert missing == []
     have = short.embeddings.position_embeddings.weight
     got = long.embeddings.position_embeddings.weight
@@ -33,8 +35,8 @@ def test_encoder_from_shorter_pretraining_repeats_its_positions(tmp_path):
 def test_encoder_of_the_same_length_loads_unchanged(tmp_path):
     a, b = _encoder(8), _encoder(8)
     path = tmp_path / "enc.safetensors"
-    _save_encoder(a, str(path))
-    _load_encoder(b, str(path))
+    save_encoder(a, str(path))
+    load_encoder(b, str(path))
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(va, vb), k
 
@@ -66,10 +68,10 @@ def test_teacher_labels_augmented_copies_with_a_fold_that_did_not_see_the_review
     good, bad = ["真好吃", "很好", "不错，喜欢", "好用", "满意"], ["太差", "很差劲", "不好，失望", "难用", "垃圾"]
     rows = [(g + str(i), 1) for i, g in enumerate(good * 4)] + [(b + str(i), 0) for i, b in enumerate(bad * 4)]
     extra = [[t + "！", t[:2]] for t, _ in rows]
-    probs, extra_probs = _teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5, extra=extra)
+    probs, extra_probs = teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5, extra=extra)
     assert len(probs) == len(rows) and [len(e) for e in extra_probs] == [2] * len(rows)
     right = sum(int((e[1] > 0.5) == (y == 1)) for (_, y), ex in zip(rows, extra_probs) for e in ex)
     assert right / (2 * len(rows)) > 0.9
     assert all(abs(sum(e) - 1) < 1e-6 for ex in extra_probs for e in ex)
-    plain, none = _teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5)
+    plain, none = teacher_probs(rows, seed=0, ngram=2, c=4.0, folds=5)
     assert plain == probs and none == [[] for _ in rows]
