@@ -16,12 +16,17 @@ from .metrics import (BUCKETS, TIE_ERROR_CAP, LengthBucket, ParityResult, Pooled
                      rows_of, sqnr_from_sums, top_margins)
 
 
-def _keep_max(current: float | None, value: float) -> float:
+def _keep_max(current: float | None, value: float | None) -> float | None:
     """``max`` over a sequence, one value at a time (the first value stands until one is larger)."""
+    if value is None:
+        return current
     return value if current is None or value > current else current
 
 
-def _keep_min(current: float | None, value: float) -> float:
+def _keep_min(current: float | None, value: float | None) -> float | None:
+    """``min`` over a sequence, one value at a time."""
+    if value is None:
+        return current
     return value if current is None or value < current else current
 
 
@@ -68,8 +73,9 @@ class _Sums:
 
     def pooled(self, decisive: int, decisive_agree: int, min_example_sqnr_db: float) -> "Pooled":
         return Pooled(
-            n_examples=self.examples, max_abs_diff=self.max_abs_diff, mean_abs_diff=self.abs_sum / max(1, self.count),
-            sqnr_db=sqnr_from_sums(self.signal, self.noise), min_cosine=self.min_cosine,
+            n_examples=self.examples, max_abs_diff=self.max_abs_diff or 0.0, mean_abs_diff=self.abs_sum / max(1, self.count),
+            sqnr_db=sqnr_from_sums(self.signal, self.noise),
+            min_cosine=1.0 if self.min_cosine is None else self.min_cosine,
             min_example_sqnr_db=min_example_sqnr_db, decisions=self.decisions,
             agreement=self.agree / self.decisions if self.decisions else None, decisive=decisive,
             decisive_agreement=decisive_agree / decisive if decisive else None)

@@ -180,9 +180,10 @@ class Checker:
     def _emulated(self, check: ArtifactCheck, arm64):
         from .arm64.emulator import Emulator, EmulatedRunner
 
-        if check.cpu not in self.emulators:
-            self.emulators[check.cpu] = Emulator(arm64, check.cpu)
-        return EmulatedRunner(self.emulators[check.cpu], check.name, check.backend.value, check.path)
+        cpu = str(check.cpu)
+        if cpu not in self.emulators:
+            self.emulators[cpu] = Emulator(arm64, cpu)
+        return EmulatedRunner(self.emulators[cpu], check.name, check.backend.value, check.path)
 
     def close(self) -> None:
         """End the emulated processes."""
@@ -249,7 +250,7 @@ class Checker:
                     m = tally.parity[j].add(ref, act, ex.length, label)
                     tally.plots[j].add(ref, act, ex.length, m)
                     outputs[check.name] = act
-                    if check.cpu:
+                    if check.cpu and check.host is not None:
                         tally.vs_host[j].add(outputs[check.host], act, ex.length)
                 tally.cross.add({c.name: outputs[c.name] for c in self.checks if c.cpu is None})
                 tally.lengths.add(ex.length)

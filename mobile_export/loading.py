@@ -143,6 +143,7 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
     # ship spiece.model. from_pretrained is required: transformers 5's constructors do not
     # read vocab_file themselves.
     if (folder / "vocab.txt").is_file():
+        cls: Any
         cls, kind = BertTokenizer, "wordpiece"
     elif (folder / "spiece.model").is_file():
         cls, kind = AlbertTokenizer, "sentencepiece"
@@ -232,7 +233,7 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
         )
     if weights.startswith("model.safetensors"):
         _check_dtypes(folder, weights)
-    cls = model_class_for(spec.name)
+    cls: Any = model_class_for(spec.name)
     tf_logger = logging.getLogger("transformers.modeling_utils")
     level = tf_logger.level
     tf_logger.setLevel(logging.ERROR)

@@ -124,7 +124,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def decisions_of(kind: OutputKind, outputs: list[np.ndarray]) -> np.ndarray:
+def decisions_of(kind: OutputKind, outputs: Sequence[np.ndarray]) -> np.ndarray:
     """The argmax decisions the task makes from one example's outputs (batch 1)."""
     return rows_of(kind, outputs).argmax(-1) if kind is not OutputKind.HIDDEN_STATES else np.zeros(0, np.int64)
 

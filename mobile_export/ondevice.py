@@ -18,6 +18,8 @@ take one at all). :func:`sanitize` is that rule; Python parity and the Java toke
 
 from __future__ import annotations
 
+from typing import Any
+
 import copy
 import functools
 import json
@@ -64,7 +66,7 @@ def _charwise_table_cached(spec: str) -> dict:
 
     steps = json.loads(spec)
     if steps["type"] == "BertNormalizer":
-        normalizer = normalizers.BertNormalizer(
+        normalizer: Any = normalizers.BertNormalizer(
             clean_text=steps.get("clean_text", True), handle_chinese_chars=steps.get("handle_chinese_chars", True),
             strip_accents=steps.get("strip_accents"), lowercase=steps.get("lowercase", True))
     else:
@@ -158,7 +160,7 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
     elif model.get("type") == "Unigram":
         steps = norm.get("normalizers", [norm] if norm else [])
         order = ["Replace", "charwise", "Precompiled"]
-        seen = []
+        seen: list[str] = []
         for step in steps:
             kind = "charwise" if step["type"] in _CHARWISE else step["type"]
             if kind not in order or (seen and order.index(kind) < order.index(seen[-1])):

@@ -8,6 +8,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -138,7 +139,7 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
         report = report_record.to_json()
         result = ExportResult(out=out, report=report, artifacts=results)
-        if result.passed and over:
+        if result.passed and over and budget is not None:
             write_json(out / "report.failed.json", report)
             what = "compressed size" if budget.compressed else "size"
             detail = "; ".join(f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
@@ -202,7 +203,7 @@ def export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOption
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            int4 = ({"group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+            int4: dict[str, Any] = ({"group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
                      "int4_kernel": options.int4_kernel} if quant is Quant.INT4 else {})
             stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4)
     except MobileExportError:

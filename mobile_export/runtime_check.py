@@ -56,10 +56,10 @@ def check_artifacts(loaded: LoadedModel, source: ParitySource, checks: list[Arti
         else:
             tally = run_local(Checker(loaded, checks, max_len, arm64=arm64), source, progress)
     results = []
-    by_name = {}
+    by_name: dict[str, ArtifactResult] = {}
     for j, check in enumerate(checks):
         if check.cpu:
-            add_isa(by_name[check.host], check, tally, j, source, progress)
+            add_isa(by_name[str(check.host)], check, tally, j, source, progress)
             continue
         module = backends.load(check.backend)
         parity = tally.parity[j].result(check.thresholds, source.texts_at)

@@ -54,7 +54,8 @@ def _meta_model(model_info: dict):
 
     cfg = dict(model_info["config"])
     num_labels = cfg.pop("num_labels", None) or 2
-    config = transformers.AlbertConfig(**{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels)
+    config = transformers.AlbertConfig(  # type: ignore[call-arg]  # num_labels goes to PretrainedConfig
+        **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels)
     cls = getattr(transformers, model_info.get("architecture") or "AlbertModel")
     with torch.device("meta"):
         return cls(config), config

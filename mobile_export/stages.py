@@ -9,6 +9,7 @@ Layouts: ``batch_one`` (the XNNPACK .pte) keeps hidden states ``[1, S, 1, H]`` a
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 
@@ -18,7 +19,7 @@ from .reference import additive_mask
 class Embed(torch.nn.Module):
     """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
 
-    def __init__(self, base: torch.nn.Module, batch_one: bool) -> None:
+    def __init__(self, base: Any, batch_one: bool) -> None:  # a transformers AlbertModel
         super().__init__()
         self.embeddings = base.embeddings
         self.project = base.encoder.embedding_hidden_mapping_in
@@ -81,20 +82,19 @@ class Head(torch.nn.Module):
         return tuple(out[name] for name in self.output_names)
 
 
-def cut(model: torch.nn.Module, output_names: tuple[str, ...], batch_one: bool
-        ) -> tuple[Embed, list[Group], Head]:
+def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], Head]:
     """``model`` (an ALBERT transformers model) as embed, one ``Group`` per layer group, and head.
 
     The pieces share the model's modules (nothing is copied but two shallow module shells).
     """
-    base = model.base_model
+    base: Any = model.base_model
     head_base = copy.copy(base)
     head_base._modules = dict(base._modules, embeddings=_PassEmbeddings(),
                               encoder=_PassEncoder(base.config.hidden_size if batch_one else None))
     head_model = head_base
     if model is not base:
         head_model = copy.copy(model)
-        head_model._modules = dict(model._modules, **{model.base_model_prefix: head_base})
+        head_model._modules = {**model._modules, model.base_model_prefix: head_base}
     groups = [Group(g).eval() for g in base.encoder.albert_layer_groups]
     return Embed(base, batch_one).eval(), groups, Head(head_model, tuple(output_names), batch_one).eval()
 

@@ -24,7 +24,8 @@ _ARCH = {
 def _wordpiece_vocab(texts: list[str]) -> list[str]:
     import unicodedata
 
-    chars, words = set(), set()
+    chars: set[str] = set()
+    words: set[str] = set()
     for t in texts:
         for w in t.lower().split():
             w = "".join(c for c in unicodedata.normalize("NFD", w) if unicodedata.category(c) != "Mn")

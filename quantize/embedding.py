@@ -17,6 +17,9 @@ ZERO_ROW_SCALE = 2.0 ** -12  # eps of the XNNPACK quantizer's per-channel weight
 class Int8Embedding(torch.nn.Module):
     """Drop-in replacement for ``nn.Embedding`` (lookup only) with int8 per-row weights."""
 
+    weight_int8: torch.Tensor
+    scale: torch.Tensor
+
     def __init__(self, weight: torch.Tensor) -> None:
         super().__init__()
         w = weight.detach().to(torch.float32)

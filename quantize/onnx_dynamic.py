@@ -55,7 +55,7 @@ def dedupe_initializers(model) -> int:
         new_inits = []
         keep_nodes = []
         for node in graph.node:
-            src = node.input[0] if node.input else None
+            src = node.input[0] if node.input else ""
             if src in inits and node.output[0] not in graph_outputs and node.op_type in ("Identity", "Transpose"):
                 if node.op_type == "Identity":
                     rename[node.output[0]] = src
@@ -77,11 +77,11 @@ def dedupe_initializers(model) -> int:
         for init in graph.initializer:
             if init.name not in digests:
                 digests[init.name] = hashlib.sha256(numpy_helper.to_array(init).tobytes()).hexdigest()
-            key = (init.data_type, tuple(init.dims), digests[init.name])
-            if key in seen:
-                rename[init.name] = seen[key]
+            same = (init.data_type, tuple(init.dims), digests[init.name])
+            if same in seen:
+                rename[init.name] = seen[same]
             else:
-                seen[key] = init.name
+                seen[same] = init.name
                 keep_inits.append(init)
         if not rename:
             break

@@ -31,6 +31,8 @@ def scheme_name(quant: str, group_size: int | None) -> str:
     if quant == "int8":
         return INT8_DYNAMIC_PER_CHANNEL.name
     if quant == "int4":
+        if group_size is None:
+            raise ValueError("an int4 scheme needs its group size")
         return int4_blockwise(group_size).name
     return quant
 

@@ -124,7 +124,7 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 table_groups.add(table.group_size)
     linears = sum(1 for m in module.modules() if type(m) is torch.nn.Linear)
     # the table's scale rule (``int4_groups``): no clipping
-    quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
+    quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, "int4"),
                                                              weight_granularity=PerGroup(group_size),
                                                              weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR),
               filter_fn=lambda m, fqn: type(m) is torch.nn.Linear)

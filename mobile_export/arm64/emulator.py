@@ -95,7 +95,8 @@ class Emulator:
     def close(self) -> None:
         if self.process.poll() is None:
             try:
-                self.process.stdin.close()
+                if self.process.stdin is not None:
+                    self.process.stdin.close()
                 self.process.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()

@@ -45,9 +45,9 @@ def build(site: Path, root: Path, out: Path) -> list[str]:
             file_match = re.search(r"File: (\S+)", line)
             if file_match:
                 owner = file_match.group(1)
-            version = re.search(r"Name: (\S+)\s+Flags", line)
-            if version and owner in missing:
-                missing[owner].add(version.group(1))
+            found = re.search(r"Name: (\S+)\s+Flags", line)
+            if found and owner in missing:
+                missing[owner].add(found.group(1))
         for row in _dynamic_symbols(lib):
             if row[6] == "UND" and row[4] != "WEAK":  # a weak reference may stay unresolved
                 name, _, version = row[7].partition("@")
@@ -59,6 +59,7 @@ def build(site: Path, root: Path, out: Path) -> list[str]:
     owner_of = {v: soname for soname, versions in missing.items() for v in versions}
     out.mkdir(parents=True, exist_ok=True)
     for soname, versions in sorted(missing.items()):
+        symbols: list[tuple[str, str, str | None]]
         if versions:
             symbols = sorted((n, k, v) for (n, v), k in wanted.items() if v is not None and owner_of.get(v) == soname)
         else:  # linked without symbol versions: it stands in for every symbol nothing else defines

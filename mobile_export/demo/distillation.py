@@ -66,7 +66,7 @@ def attach_teacher(a, splits, train_rows, tok) -> list:
     print(f"teacher (out-of-fold) accuracy on train: "
           f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
           flush=True)
-    if a.augment:
+    if a.augment and extra_texts is not None:
         # label -1: no hard label, the loss is the teacher's soft labels alone
         copies = encode(tok, [(t.replace(MASK_CHAR, tok.mask_token), -1) for texts in extra_texts for t in texts],
                          a.max_len)

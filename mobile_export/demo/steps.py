@@ -17,7 +17,7 @@ def demo_config(vocab_size: int, max_len: int):
 
     from .data import LABELS
 
-    config = AlbertConfig(
+    config = AlbertConfig(  # type: ignore[call-arg]  # num_labels and the label maps go to PretrainedConfig
         vocab_size=vocab_size, embedding_size=128, hidden_size=312, num_hidden_layers=4, num_attention_heads=12,
         intermediate_size=1248, max_position_embeddings=max_len, type_vocab_size=2, hidden_act="gelu_new",
         hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.1,

@@ -52,7 +52,7 @@ def versions() -> dict[str, str | None]:
     """Versions of the packages that wrote and checked the artifacts."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {}
+    out: dict[str, str | None] = {}
     for name in ("mobile-export", "torch", "executorch", "transformers", "optimum", "onnx", "onnxruntime",
                  "onnxscript", "torchao", "numpy", "sentencepiece", "tokenizers"):
         try:

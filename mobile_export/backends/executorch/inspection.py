@@ -134,7 +134,8 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
         keys = [c.get("named_key", "") for c in graph.get("constant_data", [])]
         tensor_key: dict[int, str] = {}
         for value in graph.get("xvalues", []):
-            ids, buffers = [], []
+            ids: list[tuple[str, int]] = []
+            buffers: list[tuple[str, int]] = []
             _int_fields(value, ids, "id_out")
             _int_fields(value, buffers, "constant_buffer_idx")
             if ids and buffers and 0 < buffers[0][1] < len(keys) and keys[buffers[0][1]]:

@@ -110,6 +110,8 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     if pte.named_data is None:
         return found, graphs
     header, program = program_table(path)
+    if header is None:  # named data lives in segments, which only a file with an extended header has
+        return found, graphs
     with open(path, "rb") as f:
         segments = program.segments
         constants = program.constant_segment

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -57,8 +58,9 @@ def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.M
     the layer schedule, and the counts of rewritten modules."""
     from ...stages import cut, layer_schedule
 
+    friendly: Any
     friendly, rewritten = xnnpack_friendly(wrapper, quant)
-    embed, groups, head = cut(friendly.model, tuple(wrapper.output_names), batch_one=True)
+    embed, groups, head = cut(friendly.model, tuple(friendly.output_names), batch_one=True)
     methods: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
     methods.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
     methods[HEAD_METHOD] = head
@@ -85,6 +87,8 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         from quantize.xnnpack_int4 import quantize_int4
 
         with progress.step(f"executorch: int4 weights (groups of {group_size}, torchao 8da4w)"):
+            if group_size is None:
+                raise ValueError("an int4 export needs its group size")
             int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
     seq = dynamic_shapes["input_ids"][1]
     examples = {EMBED_METHOD: example}

@@ -111,13 +111,13 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
             module.__class__ = XnnpackLayerNorm
             counts["layer_norm"] += 1
         elif type(module) is AlbertAttention:
-            module.forward = types.MethodType(_xnnpack_attention_forward, module)
+            setattr(module, "forward", types.MethodType(_xnnpack_attention_forward, module))
             with torch.no_grad():  # fold the score scaling into the query projection
                 module.query.weight.mul_(module.scaling)
                 if module.query.bias is not None:
                     module.query.bias.mul_(module.scaling)
             counts["attention"] += 1
         elif type(module) is AlbertTransformer:
-            module.forward = types.MethodType(_xnnpack_encoder_forward, module)
+            setattr(module, "forward", types.MethodType(_xnnpack_encoder_forward, module))
             counts["encoder"] += 1
     return wrapper, counts

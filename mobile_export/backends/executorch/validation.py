@@ -46,7 +46,7 @@ def check(path: Path, shown: str) -> None:
     for i in entry.inputs:
         v = entry.values[i].val
         found.append((type(v).__name__, getattr(v, "scalar_type", None), len(getattr(v, "sizes", []) or [])))
-    if len(found) != 3 or any(k != "Tensor" or int(t) != 4 or r != 2 for k, t, r in found):  # 4: Long
+    if len(found) != 3 or any(k != "Tensor" or int(t or 0) != 4 or r != 2 for k, t, r in found):  # 4: Long
         text = ", ".join(f"{k} (type {t}, rank {r})" for k, t, r in found) or "none"
         raise not_an_export(shown, f"method {entry.name} takes {text}")
     _probe_load(path, shown)

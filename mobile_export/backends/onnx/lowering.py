@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -102,7 +103,8 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     from quantize.onnx_dynamic import prepare_file, quantize_file
 
     fp32_path = dest.with_name(dest.name + ".fp32.tmp")
-    config = wrapper.model.config
+    config: Any = getattr(wrapper, "model").config
+    output_names: tuple[str, ...] = getattr(wrapper, "output_names")
     loop = config.num_hidden_groups == 1
     try:
         with progress.step("onnx: torch.onnx.export (dynamo)" + (", layer loop" if loop else "")):
@@ -112,9 +114,11 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             else:
                 prog = torch.onnx.export(
                     wrapper, example, dynamo=True, dynamic_shapes=dynamic_shapes, opset_version=OPSET,
-                    input_names=list(INPUT_NAMES), output_names=list(wrapper.output_names),
+                    input_names=list(INPUT_NAMES), output_names=list(output_names),
                     external_data=False, optimize=True, verbose=False,
                 )
+                if prog is None:
+                    raise RuntimeError("torch.onnx.export returned no program")
                 prog.save(str(fp32_path), external_data=False)
         int4: dict = {}
         if quant is Quant.INT8:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ def _graphs(path: Path):
     from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
 
     session = InferenceSession.InferenceSession.GetRootAs(Path(path).read_bytes(), 0)
-    stack = [(session.Model().Graph(), frozenset())]
+    stack: list[tuple[Any, frozenset[str]]] = [(session.Model().Graph(), frozenset())]
     while stack:
         graph, outer = stack.pop()
         names = outer | {graph.Initializers(i).Name().decode() for i in range(graph.InitializersLength())}
