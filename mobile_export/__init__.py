@@ -17,23 +17,66 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each name on first use
     from .api import ArtifactResult, ExportResult, export, parity_check, size_report, write_tokenizer
     from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
-    from .errors import (BadInputError, BudgetError, CheckpointError, ExitCode, ExportFailedError, MobileExportError,
-                         OutputError, ParityError, UnsupportedError)
+    from .errors import (
+        BadInputError,
+        BudgetError,
+        CheckpointError,
+        ExitCode,
+        ExportFailedError,
+        MobileExportError,
+        OutputError,
+        ParityError,
+        UnsupportedError,
+    )
     from .loading import LoadedModel, load_checkpoint
 
 _HOMES = {
-    "ArtifactResult": "api", "ExportResult": "api", "export": "api", "parity_check": "api", "size_report": "api",
-    "write_tokenizer": "api", "Backend": "config", "ExportOptions": "config", "ParityOptions": "config",
-    "Quant": "config", "Thresholds": "config", "BadInputError": "errors", "BudgetError": "errors",
-    "CheckpointError": "errors", "ExitCode": "errors", "ExportFailedError": "errors", "MobileExportError": "errors",
-    "OutputError": "errors", "ParityError": "errors", "UnsupportedError": "errors", "LoadedModel": "loading",
+    "ArtifactResult": "api",
+    "ExportResult": "api",
+    "export": "api",
+    "parity_check": "api",
+    "size_report": "api",
+    "write_tokenizer": "api",
+    "Backend": "config",
+    "ExportOptions": "config",
+    "ParityOptions": "config",
+    "Quant": "config",
+    "Thresholds": "config",
+    "BadInputError": "errors",
+    "BudgetError": "errors",
+    "CheckpointError": "errors",
+    "ExitCode": "errors",
+    "ExportFailedError": "errors",
+    "MobileExportError": "errors",
+    "OutputError": "errors",
+    "ParityError": "errors",
+    "UnsupportedError": "errors",
+    "LoadedModel": "loading",
     "load_checkpoint": "loading",
 }
 __all__ = [
-    "ArtifactResult", "Backend", "BadInputError", "BudgetError", "CheckpointError", "ExitCode",
-    "ExportFailedError", "ExportOptions", "ExportResult", "LoadedModel", "MobileExportError", "OutputError",
-    "ParityError", "ParityOptions", "Quant", "Thresholds", "UnsupportedError", "export", "load_checkpoint",
-    "parity_check", "size_report", "write_tokenizer",
+    "ArtifactResult",
+    "Backend",
+    "BadInputError",
+    "BudgetError",
+    "CheckpointError",
+    "ExitCode",
+    "ExportFailedError",
+    "ExportOptions",
+    "ExportResult",
+    "LoadedModel",
+    "MobileExportError",
+    "OutputError",
+    "ParityError",
+    "ParityOptions",
+    "Quant",
+    "Thresholds",
+    "UnsupportedError",
+    "export",
+    "load_checkpoint",
+    "parity_check",
+    "size_report",
+    "write_tokenizer",
 ]
 
 

@@ -7,8 +7,19 @@ import os
 import warnings
 
 
-_LIBRARIES = ("torch", "torchao", "transformers", "executorch", "onnxscript", "onnx_ir", "onnx", "onnxruntime",
-              "optimum", "huggingface_hub", "copyreg")
+_LIBRARIES = (
+    "torch",
+    "torchao",
+    "transformers",
+    "executorch",
+    "onnxscript",
+    "onnx_ir",
+    "onnx",
+    "onnxruntime",
+    "optimum",
+    "huggingface_hub",
+    "copyreg",
+)
 
 
 def quiet_libraries() -> None:

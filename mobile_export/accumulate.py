@@ -12,8 +12,20 @@ import numpy as np
 
 from .config import MIN_BUCKET_EXAMPLES, Thresholds
 from .tasks import OutputKind, TaskSpec
-from .metrics import (BUCKETS, TIE_ERROR_CAP, LengthBucket, ParityResult, Pooled, Worst, bucket_name, bucket_of, cosine,
-                     rows_of, sqnr_from_sums, top_margins)
+from .metrics import (
+    BUCKETS,
+    TIE_ERROR_CAP,
+    LengthBucket,
+    ParityResult,
+    Pooled,
+    Worst,
+    bucket_name,
+    bucket_of,
+    cosine,
+    rows_of,
+    sqnr_from_sums,
+    top_margins,
+)
 
 
 def _keep_max(current: float | None, value: float | None) -> float | None:
@@ -45,8 +57,9 @@ class _Sums:
     decisions: int = 0
     agree: int = 0
 
-    def add(self, m: float, abs_sum: float, count: int, signal: float, noise: float, cos: float, decisions: int,
-            agree: int) -> None:
+    def add(
+        self, m: float, abs_sum: float, count: int, signal: float, noise: float, cos: float, decisions: int, agree: int
+    ) -> None:
         self.examples += 1
         self.max_abs_diff = _keep_max(self.max_abs_diff, m)
         self.abs_sum += abs_sum
@@ -73,12 +86,17 @@ class _Sums:
 
     def pooled(self, decisive: int, decisive_agree: int, min_example_sqnr_db: float) -> "Pooled":
         return Pooled(
-            n_examples=self.examples, max_abs_diff=self.max_abs_diff or 0.0, mean_abs_diff=self.abs_sum / max(1, self.count),
+            n_examples=self.examples,
+            max_abs_diff=self.max_abs_diff or 0.0,
+            mean_abs_diff=self.abs_sum / max(1, self.count),
             sqnr_db=sqnr_from_sums(self.signal, self.noise),
             min_cosine=1.0 if self.min_cosine is None else self.min_cosine,
-            min_example_sqnr_db=min_example_sqnr_db, decisions=self.decisions,
-            agreement=self.agree / self.decisions if self.decisions else None, decisive=decisive,
-            decisive_agreement=decisive_agree / decisive if decisive else None)
+            min_example_sqnr_db=min_example_sqnr_db,
+            decisions=self.decisions,
+            agreement=self.agree / self.decisions if self.decisions else None,
+            decisive=decisive,
+            decisive_agreement=decisive_agree / decisive if decisive else None,
+        )
 
 
 class ParityAccumulator:
@@ -109,8 +127,9 @@ class ParityAccumulator:
     def n_examples(self) -> int:
         return self.total.examples
 
-    def add(self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int = 0,
-            label: int | None = None) -> float:
+    def add(
+        self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int = 0, label: int | None = None
+    ) -> float:
         """Fold in one example (its reference and artifact outputs, batch 1); returns its max |diff|."""
         i = self.total.examples
         if len(reference) != len(actual):
@@ -184,13 +203,23 @@ class ParityAccumulator:
         self.labelled += other.labelled
         self.reference_right += other.reference_right
         self.artifact_right += other.artifact_right
-        for name in ("_max_abs_diff", "_power", "_noise_power", "_bucket", "_length", "_decisive", "_decisive_agree",
-                     "_tie_margin", "_tie_agree"):
+        for name in (
+            "_max_abs_diff",
+            "_power",
+            "_noise_power",
+            "_bucket",
+            "_length",
+            "_decisive",
+            "_decisive_agree",
+            "_tie_margin",
+            "_tie_agree",
+        ):
             getattr(self, name).extend(getattr(other, name))
         self._tie_example.extend(i + offset for i in other._tie_example)
 
-    def result(self, thresholds: Thresholds, text_of: Callable[[list[int]], dict[int, str]] | None = None,
-               n_worst: int = 3) -> ParityResult:
+    def result(
+        self, thresholds: Thresholds, text_of: Callable[[list[int]], dict[int, str]] | None = None, n_worst: int = 3
+    ) -> ParityResult:
         """The metrics and failed limits of every example added so far (see ``compare`` for the gates).
 
         ``text_of`` maps example indices to their texts; only the few examples a report names are asked for.
@@ -222,42 +251,75 @@ class ParityAccumulator:
         texts = text_of(sorted(set(order) | {named.get("lowest", order[0])})) if text_of else {}
         if "lowest" in named:
             i = named["lowest"]
-            failures.append(f"{named['low']} example(s) below the per-example SQNR floor {t.min_example_sqnr_db:.1f} dB "
-                            f"(worst {sqnrs[i]:.1f} dB, {self._length[i]} tokens: {texts.get(i, '')[:40]!r})")
+            failures.append(
+                f"{named['low']} example(s) below the per-example SQNR floor {t.min_example_sqnr_db:.1f} dB "
+                f"(worst {sqnrs[i]:.1f} dB, {self._length[i]} tokens: {texts.get(i, '')[:40]!r})"
+            )
         per_bucket = Thresholds(min_agreement=t.min_agreement, min_sqnr_db=t.min_sqnr_db)
         by_length = []
         for k, sums in sorted(self.bucket_sums.items()):
             idx = np.flatnonzero(buckets == k)
-            p = sums.pooled(int(decisive[idx].sum()), int(decisive_agree[idx].sum()), min(sqnrs[i] for i in idx.tolist()))
+            p = sums.pooled(
+                int(decisive[idx].sum()), int(decisive_agree[idx].sum()), min(sqnrs[i] for i in idx.tolist())
+            )
             gated = sums.examples >= MIN_BUCKET_EXAMPLES
             name = bucket_name(*BUCKETS[k])
-            by_length.append(LengthBucket(
-                bucket=name, examples=sums.examples, max_abs_diff=p.max_abs_diff, mean_abs_diff=p.mean_abs_diff,
-                sqnr_db=p.sqnr_db, min_cosine=p.min_cosine, agreement=p.agreement,
-                decisive_agreement=p.decisive_agreement, near_ties=p.decisions - p.decisive,
-                min_example_sqnr_db=p.min_example_sqnr_db, gated=gated))
+            by_length.append(
+                LengthBucket(
+                    bucket=name,
+                    examples=sums.examples,
+                    max_abs_diff=p.max_abs_diff,
+                    mean_abs_diff=p.mean_abs_diff,
+                    sqnr_db=p.sqnr_db,
+                    min_cosine=p.min_cosine,
+                    agreement=p.agreement,
+                    decisive_agreement=p.decisive_agreement,
+                    near_ties=p.decisions - p.decisive,
+                    min_example_sqnr_db=p.min_example_sqnr_db,
+                    gated=gated,
+                )
+            )
             if gated:
                 failures += p.failures(per_bucket, f"length bucket {name} tokens ({sums.examples} examples): ")
         accuracy = reference_accuracy = None
         if self.labelled and self.task.kind is OutputKind.SEQUENCE_LOGITS:
             reference_accuracy, accuracy = self.reference_right / self.labelled, self.artifact_right / self.labelled
-        worst = tuple(Worst(text=texts.get(i, "")[:200], length=self._length[i], max_abs_diff=float(m[i]))
-                      for i in order)
+        worst = tuple(
+            Worst(text=texts.get(i, "")[:200], length=self._length[i], max_abs_diff=float(m[i])) for i in order
+        )
         return ParityResult(
-            n_examples=self.total.examples, n_decisions=pooled.decisions, max_abs_diff=pooled.max_abs_diff,
-            mean_abs_diff=pooled.mean_abs_diff, sqnr_db=pooled.sqnr_db, min_cosine=pooled.min_cosine,
-            agreement=pooled.agreement, thresholds=thresholds, failures=tuple(failures), worst=worst,
-            lengths=tuple(sorted(self.lengths)), accuracy=accuracy, reference_accuracy=reference_accuracy,
+            n_examples=self.total.examples,
+            n_decisions=pooled.decisions,
+            max_abs_diff=pooled.max_abs_diff,
+            mean_abs_diff=pooled.mean_abs_diff,
+            sqnr_db=pooled.sqnr_db,
+            min_cosine=pooled.min_cosine,
+            agreement=pooled.agreement,
+            thresholds=thresholds,
+            failures=tuple(failures),
+            worst=worst,
+            lengths=tuple(sorted(self.lengths)),
+            accuracy=accuracy,
+            reference_accuracy=reference_accuracy,
             n_labelled=self.labelled if accuracy is not None else 0,
-            decisive_agreement=pooled.decisive_agreement, n_decisive=pooled.decisive,
-            near_ties=pooled.decisions - pooled.decisive, min_example_sqnr_db=pooled.min_example_sqnr_db,
+            decisive_agreement=pooled.decisive_agreement,
+            n_decisive=pooled.decisive,
+            near_ties=pooled.decisions - pooled.decisive,
+            min_example_sqnr_db=pooled.min_example_sqnr_db,
             by_length=tuple(by_length),
         )
 
 
-def compare(task: TaskSpec, reference: list[list[np.ndarray]], actual: list[list[np.ndarray]],
-            thresholds: Thresholds, texts: list[str] | None = None, lengths: list[int] | None = None,
-            labels: list[int | None] | None = None, n_worst: int = 3) -> ParityResult:
+def compare(
+    task: TaskSpec,
+    reference: list[list[np.ndarray]],
+    actual: list[list[np.ndarray]],
+    thresholds: Thresholds,
+    texts: list[str] | None = None,
+    lengths: list[int] | None = None,
+    labels: list[int | None] | None = None,
+    n_worst: int = 3,
+) -> ParityResult:
     """Compare per-example outputs of an artifact with the reference (all in memory; see ``ParityAccumulator``).
 
     Gates (each a limit of ``thresholds``; None is not checked): over all examples, max |diff|,

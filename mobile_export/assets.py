@@ -50,23 +50,29 @@ def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
         bert = _normalizer(tokenizer).get("BertNormalizer", {})
         lower = bool(bert.get("lowercase", init.get("do_lower_case", True)))
         strip = bert.get("strip_accents", init.get("strip_accents"))
-        settings.update({
-            "vocab_file": "vocab.txt",
-            "do_lower_case": lower,
-            # None means "strip accents when lower-casing", as in BERT's BasicTokenizer.
-            "strip_accents": lower if strip is None else bool(strip),
-            "tokenize_chinese_chars": bool(bert.get("handle_chinese_chars", init.get("tokenize_chinese_chars", True))),
-            "clean_text": bool(bert.get("clean_text", True)),
-            "continuing_subword_prefix": "##",
-            "max_input_chars_per_word": 100,
-        })
+        settings.update(
+            {
+                "vocab_file": "vocab.txt",
+                "do_lower_case": lower,
+                # None means "strip accents when lower-casing", as in BERT's BasicTokenizer.
+                "strip_accents": lower if strip is None else bool(strip),
+                "tokenize_chinese_chars": bool(
+                    bert.get("handle_chinese_chars", init.get("tokenize_chinese_chars", True))
+                ),
+                "clean_text": bool(bert.get("clean_text", True)),
+                "continuing_subword_prefix": "##",
+                "max_input_chars_per_word": 100,
+            }
+        )
     else:
-        settings.update({
-            "vocab_file": "spiece.model",
-            "do_lower_case": bool(init.get("do_lower_case", True)),
-            "keep_accents": bool(init.get("keep_accents", False)),
-            "remove_space": bool(init.get("remove_space", True)),
-        })
+        settings.update(
+            {
+                "vocab_file": "spiece.model",
+                "do_lower_case": bool(init.get("do_lower_case", True)),
+                "keep_accents": bool(init.get("keep_accents", False)),
+                "remove_space": bool(init.get("remove_space", True)),
+            }
+        )
     return settings
 
 

@@ -57,10 +57,15 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
 
         def run(ids, mask, types):
             return runner.run({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+
     load_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     latency_ms: dict[str, dict[str, float]] = {}
-    out: dict[str, object] = {"load_seconds": round(load_s, 4), "latency_ms": latency_ms, "dynamic_batch": dynamic_batch}
+    out: dict[str, object] = {
+        "load_seconds": round(load_s, 4),
+        "latency_ms": latency_ms,
+        "dynamic_batch": dynamic_batch,
+    }
     for seq in seqs:
         ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
         ids[0, 0], ids[0, -1] = 2, 3
@@ -82,14 +87,18 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
             run(ids, mask, types)
         else:
             for i in range(8):
-                run(ids[i:i + 1], mask[i:i + 1], types[i:i + 1])
+                run(ids[i : i + 1], mask[i : i + 1], types[i : i + 1])
+
     batch()
     t, n = time.perf_counter(), 0
     while n < 3 or time.perf_counter() - t < 1.0:
         batch()
         n += 1
-    out["throughput_texts_per_s"] = {"seq": seq, "batch": 8 if dynamic_batch else 1,
-                                     "value": round(8 * n / (time.perf_counter() - t), 2)}
+    out["throughput_texts_per_s"] = {
+        "seq": seq,
+        "batch": 8 if dynamic_batch else 1,
+        "value": round(8 * n / (time.perf_counter() - t), 2),
+    }
     now = resident_kib(Path(path))
     out["peak_rss_bytes"] = status_kib("VmHWM") * 1024
     out["peak_over_baseline_bytes"] = (status_kib("VmHWM") - base_kib) * 1024
@@ -106,23 +115,38 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu": cpu or platform.processor(), "logical_cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "cpu": cpu or platform.processor(),
+        "logical_cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
-def measure(kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30,
-            warmup: int = 5) -> dict:
+def measure(
+    kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30, warmup: int = 5
+) -> dict:
     """Load time, latency per length, throughput and memory of one (artifact, threads) in a fresh process."""
     from .child import run_child
 
-    return run_child("mobile_export.bench", [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs),
-                                             str(warmup), str(vocab)],
-                     dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)), 3600,
-                     f"benchmark of {path} failed")
+    return run_child(
+        "mobile_export.bench",
+        [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab)],
+        dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)),
+        3600,
+        f"benchmark of {path} failed",
+    )
 
 
-def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], threads: list[int], runs: int = 30,
-          vocab: int | None = None, say=print) -> dict:
+def bench(
+    artifacts: list[str],
+    checkpoint: str | None,
+    seq_lens: list[int],
+    threads: list[int],
+    runs: int = 30,
+    vocab: int | None = None,
+    say=print,
+) -> dict:
     """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count."""
     from . import backends
 
@@ -131,8 +155,9 @@ def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], thr
         backend, real = backends.open_artifact(a)  # checked before any runtime sees it
         targets.append((backend.value, str(real), Path(a).name))
     names = [t[2] for t in targets]
-    targets = [(k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name)
-               for k, path, name in targets]  # same file name from different exports: say which
+    targets = [
+        (k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name) for k, path, name in targets
+    ]  # same file name from different exports: say which
     if checkpoint:
         targets.insert(0, ("torch", checkpoint, "PyTorch fp32 eager"))
     if vocab is None:
@@ -150,22 +175,28 @@ def bench(artifacts: list[str], checkpoint: str | None, seq_lens: list[int], thr
     for row in rows:  # speed-up over eager at the same thread count and length
         ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)
         if ref:
-            row["speedup_vs_eager"] = {s: round(ref["latency_ms"][s]["median"] / v["median"], 2)
-                                       for s, v in row["latency_ms"].items()}
+            row["speedup_vs_eager"] = {
+                s: round(ref["latency_ms"][s]["median"] / v["median"], 2) for s, v in row["latency_ms"].items()
+            }
     return {"machine": machine(), "seq_lens": seq_lens, "threads": threads, "runs": runs, "results": rows}
 
 
 def table(result: dict) -> str:
     seqs = [str(s) for s in result["seq_lens"]]
-    head = f"{'artifact':<22}{'thr':>4}{'load s':>8}" + "".join(f"{'ms@' + s:>10}" for s in seqs) + \
-        f"{'x eager@' + seqs[-1]:>12}{'texts/s':>9}{'peak MiB':>10}"
+    head = (
+        f"{'artifact':<22}{'thr':>4}{'load s':>8}"
+        + "".join(f"{'ms@' + s:>10}" for s in seqs)
+        + f"{'x eager@' + seqs[-1]:>12}{'texts/s':>9}{'peak MiB':>10}"
+    )
     lines = [head]
     for r in result["results"]:
         sp = (r.get("speedup_vs_eager") or {}).get(seqs[-1])
-        lines.append(f"{r['name'][:22]:<22}{r['threads']:>4}{r['load_seconds']:>8.2f}"
-                     + "".join(f"{r['latency_ms'][s]['median']:>10.2f}" for s in seqs)
-                     + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
-                     + f"{r['peak_rss_bytes'] / 2**20:>10.0f}")  # a table column: the number alone
+        lines.append(
+            f"{r['name'][:22]:<22}{r['threads']:>4}{r['load_seconds']:>8.2f}"
+            + "".join(f"{r['latency_ms'][s]['median']:>10.2f}" for s in seqs)
+            + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
+            + f"{r['peak_rss_bytes'] / 2**20:>10.0f}"
+        )  # a table column: the number alone
     return "\n".join(lines)
 
 
@@ -173,5 +204,14 @@ if __name__ == "__main__":
     from .child import print_result
 
     _argv = sys.argv[1:]
-    print_result(_child(_argv[0], _argv[1], int(_argv[2]), [int(x) for x in _argv[3].split(",")], int(_argv[4]),
-                        int(_argv[5]), int(_argv[6])))
+    print_result(
+        _child(
+            _argv[0],
+            _argv[1],
+            int(_argv[2]),
+            [int(x) for x in _argv[3].split(",")],
+            int(_argv[4]),
+            int(_argv[5]),
+            int(_argv[6]),
+        )
+    )

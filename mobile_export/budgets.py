@@ -22,20 +22,44 @@ class Budget:
     checked: str = ""
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "bytes": self.bytes, "applies_to": "compressed" if self.compressed else "file",
-                "source": self.source, "checked": self.checked}
+        return {
+            "name": self.name,
+            "bytes": self.bytes,
+            "applies_to": "compressed" if self.compressed else "file",
+            "source": self.source,
+            "checked": self.checked,
+        }
 
 
 PRESETS = {
-    "play-base": Budget("Google Play base module (compressed download)", 500 * 10**6, True,
-                        "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "play-asset-pack": Budget("Google Play asset pack (compressed download)", 1500 * 10**6, True,
-                              "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "legacy-apk": Budget("Google Play legacy APK (compressed download)", 100 * 10**6, True,
-                         "https://support.google.com/googleplay/android-developer/answer/9859372", CHECKED),
-    "app-store-cellular": Budget("App Store cellular download", 200 * 10**6, True,
-                                 "https://developer.apple.com/help/app-store-connect/reference/maximum-build-file-sizes",
-                                 CHECKED),
+    "play-base": Budget(
+        "Google Play base module (compressed download)",
+        500 * 10**6,
+        True,
+        "https://support.google.com/googleplay/android-developer/answer/9859372",
+        CHECKED,
+    ),
+    "play-asset-pack": Budget(
+        "Google Play asset pack (compressed download)",
+        1500 * 10**6,
+        True,
+        "https://support.google.com/googleplay/android-developer/answer/9859372",
+        CHECKED,
+    ),
+    "legacy-apk": Budget(
+        "Google Play legacy APK (compressed download)",
+        100 * 10**6,
+        True,
+        "https://support.google.com/googleplay/android-developer/answer/9859372",
+        CHECKED,
+    ),
+    "app-store-cellular": Budget(
+        "App Store cellular download",
+        200 * 10**6,
+        True,
+        "https://developer.apple.com/help/app-store-connect/reference/maximum-build-file-sizes",
+        CHECKED,
+    ),
 }
 
 
@@ -47,12 +71,17 @@ def resolve_budget(text: str) -> Budget:
     try:
         return Budget(f"{text.strip()} file size", parse_size(text), False)
     except BadInputError:
-        raise BadInputError(f"cannot read budget '{text}'; write a size like 15MB or one of: "
-                            f"{', '.join(PRESETS)}") from None
+        raise BadInputError(
+            f"cannot read budget '{text}'; write a size like 15MB or one of: {', '.join(PRESETS)}"
+        ) from None
 
 
 def budget_verdict(entry: dict, budget: Budget) -> dict:
     """The budget, what was measured against it (compressed or file size), and whether it fits."""
     measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
-    return {**budget.as_dict(), "within": measured <= budget.bytes, "over_bytes": max(0, measured - budget.bytes),
-            "measured_bytes": measured}
+    return {
+        **budget.as_dict(),
+        "within": measured <= budget.bytes,
+        "over_bytes": max(0, measured - budget.bytes),
+        "measured_bytes": measured,
+    }

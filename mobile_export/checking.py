@@ -87,8 +87,11 @@ class ParitySource:
         return out
 
     def describe(self) -> dict:
-        return {"source": self.data.source if self.data is not None else "built-in text", "examples": len(self),
-                "blank_lines_skipped": self.data.blank_lines if self.data is not None else 0}
+        return {
+            "source": self.data.source if self.data is not None else "built-in text",
+            "examples": len(self),
+            "blank_lines_skipped": self.data.blank_lines if self.data is not None else 0,
+        }
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,13 @@ class Tally:
     @staticmethod
     def empty(task: TaskSpec, checks: Sequence[ArtifactCheck], seed: int = 0) -> "Tally":
         """A tally of no texts for these checks (``seed`` draws its plot samples)."""
-        return Tally([ParityAccumulator(task) for _ in checks], [PlotSampler(seed) for _ in checks],
-                     [array("d") for _ in checks], CrossRuntime(task, [c.name for c in checks if c.cpu is None]),
-                     vs_host={k: ParityAccumulator(task) for k, c in enumerate(checks) if c.cpu is not None})
+        return Tally(
+            [ParityAccumulator(task) for _ in checks],
+            [PlotSampler(seed) for _ in checks],
+            [array("d") for _ in checks],
+            CrossRuntime(task, [c.name for c in checks if c.cpu is None]),
+            vs_host={k: ParityAccumulator(task) for k, c in enumerate(checks) if c.cpu is not None},
+        )
 
     @property
     def n_examples(self) -> int:
@@ -161,8 +168,9 @@ class Checker:
     Checks on an ARM64 CPU model run in one emulated process per model (``arm64``: the prepared
     environment); ``close`` ends them."""
 
-    def __init__(self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int,
-                 threads: int | None = None, arm64=None) -> None:
+    def __init__(
+        self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int, threads: int | None = None, arm64=None
+    ) -> None:
         self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
         self.emulators: dict = {}
         try:
@@ -222,8 +230,9 @@ class Checker:
                     break
                 n += 1
             batch, order = order[:n], order[n:]
-            for k, outs in zip(batch, reference_batch(self.loaded.model, self.loaded.task, [examples[k] for k in batch],
-                                                      self.pad_id)):
+            for k, outs in zip(
+                batch, reference_batch(self.loaded.model, self.loaded.task, [examples[k] for k in batch], self.pad_id)
+            ):
                 out[k] = outs
         return out
 
@@ -243,8 +252,11 @@ class Checker:
                         self._run_one(check, runner.submit, ex, feed=True)
                 for j, (check, runner) in enumerate(zip(self.checks, self.runners)):  # host checks come first
                     t = time.perf_counter()
-                    act = self._run_one(check, runner.result, ex, feed=False) if check.cpu else \
-                        self._run_one(check, runner.run, ex, feed=True)
+                    act = (
+                        self._run_one(check, runner.result, ex, feed=False)
+                        if check.cpu
+                        else self._run_one(check, runner.run, ex, feed=True)
+                    )
                     tally.seconds[j].append(time.perf_counter() - t)
                     _same_outputs(_shown(check), loaded, ref, act)
                     m = tally.parity[j].add(ref, act, ex.length, label)
@@ -266,7 +278,8 @@ class Checker:
             raise ArtifactLoadError(
                 f"{_shown(check)} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
                 f"export of this checkpoint ({config.vocab_size} words, max length "
-                f"{config.max_position_embeddings}); pass the checkpoint it was exported from") from exc
+                f"{config.max_position_embeddings}); pass the checkpoint it was exported from"
+            ) from exc
 
 
 def _shown(check: ArtifactCheck) -> str:
@@ -280,16 +293,23 @@ def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list)
     got = [tuple(np.shape(a)) for a in actual]
     if want != got:
         labels = f", {loaded.config.num_labels} labels" if loaded.task.has_labels else ""
-        raise ArtifactLoadError(f"{name} outputs shapes {got}, the checkpoint ({loaded.task.name}{labels}) "
-                                f"{want}: it is an export of a different model; pass the checkpoint it was exported from")
+        raise ArtifactLoadError(
+            f"{name} outputs shapes {got}, the checkpoint ({loaded.task.name}{labels}) "
+            f"{want}: it is an export of a different model; pass the checkpoint it was exported from"
+        )
 
 
 def _golden(task: TaskSpec, ex: Example, reference: list[np.ndarray]) -> dict:
     """One short input with its expected ids and fp32 outputs."""
-    return {"text": ex.text, "input_ids": ex.feeds["input_ids"][0].tolist(),
-            "token_type_ids": ex.feeds["token_type_ids"][0].tolist(),
-            "outputs": {name: {"shape": list(o.shape), "values": [round(float(v), 6) for v in o.ravel()]}
-                        for name, o in zip(task.outputs, reference)}}
+    return {
+        "text": ex.text,
+        "input_ids": ex.feeds["input_ids"][0].tolist(),
+        "token_type_ids": ex.feeds["token_type_ids"][0].tolist(),
+        "outputs": {
+            name: {"shape": list(o.shape), "values": [round(float(v), 6) for v in o.ravel()]}
+            for name, o in zip(task.outputs, reference)
+        },
+    }
 
 
 class RateLine:

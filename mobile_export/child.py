@@ -15,13 +15,14 @@ RESULT_PREFIX = "RESULT "
 def run_child(module: str, args: list[str], env: dict[str, str], timeout: int, failure: str) -> dict[str, Any]:
     """Run ``python -m module args`` and return the JSON its ``print_result`` wrote; ArtifactLoadError
     (``failure``: what could not be done, then the child's last error line) if it failed or wrote none."""
-    proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ArtifactLoadError(f"{failure}: {tail}")
-    return json.loads(lines[-1][len(RESULT_PREFIX):])
+    return json.loads(lines[-1][len(RESULT_PREFIX) :])
 
 
 def print_result(result: dict[str, Any]) -> None:

@@ -2,153 +2,26 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import traceback
 from pathlib import Path
 
+from .cli_parser import build_parser
 from .errors import ExitCode, MobileExportError, first_line
 from .interrupts import latched_interrupts
-
-EXIT_CODES_HELP = """exit codes:
-  0  ok
-  1  unexpected error (a bug or a library failure; rerun with --debug)
-  2  bad input or usage (checkpoint, options, destination)
-  3  parity failed (an artifact disagrees with the fp32 reference; nothing written)
-  4  over size budget
-"""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse's own usage errors: one line, exit 2
-        self.exit(int(ExitCode.BAD_INPUT), f"{self.prog}: error: {message}; see {self.prog} --help\n")
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    from .config import (
-        DEFAULT_INT4_GROUP_SIZE,
-        INT4_GROUP_SIZES,
-        INT4_KERNELS,
-        WIDE_HIDDEN_SIZE,
-        WIDE_INT4_GROUP_SIZE,
-        Backend,
-        Quant,
-    )
-    from .tasks import supported_tasks
-
-    parser = _Parser(prog="mobile-export", description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
-                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-
-    ex = sub.add_parser("export", help="export a checkpoint to .pte and .onnx, verified in their runtimes",
-                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ex.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
-    ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
-    ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
-    ex.add_argument("--backend", action="append", choices=[b.value for b in Backend],
-                    help="repeat for several (default: executorch and onnx; ort on request)")
-    ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
-    ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
-    ex.add_argument("--keep-fp32-embeddings", action="store_true",
-                    help="with int8, leave the word-embedding table in fp32 (default: int8 per row)")
-    ex.add_argument("--group-size", type=int,
-                    help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
-                         f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
-                         f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger; the .pte takes multiples "
-                         "of 32)")
-    ex.add_argument("--int4-kernel", choices=list(INT4_KERNELS), default=INT4_KERNELS[0],
-                    help="with int4 in the .onnx, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
-                         "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
-                         "and RAM, a little less accurate)")
-    ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
-    _threshold_args(ex)
-    ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
-    ex.add_argument("--budget", help="largest acceptable artifact: a size (15MB, 12MiB; the file) or a store preset "
-                    "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over")
-    ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
-    ex.add_argument("--quiet", action="store_true", help="no progress lines")
-    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    tk = sub.add_parser("tokenizer", help="write just the tokenizer assets an app needs")
-    tk.add_argument("checkpoint")
-    tk.add_argument("--out", required=True)
-    tk.add_argument("--max-seq-len", type=int)
-    tk.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    pa = sub.add_parser("parity", help="check existing .pte/.onnx/.ort files against the fp32 PyTorch reference",
-                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    pa.add_argument("checkpoint", help="the checkpoint the artifacts were exported from (folder or hub id)")
-    pa.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
-    pa.add_argument("--data", help="one text per line, optionally label<TAB>text (default: built-in real sentences)")
-    pa.add_argument("--out", help="folder for report.json, report.md and report.html")
-    pa.add_argument("--task", help="task of the checkpoint (default: from config.architectures)")
-    pa.add_argument("--quant", choices=[q.value for q in Quant],
-                    help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)")
-    pa.add_argument("--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)")
-    _threshold_args(pa)
-    pa.add_argument("--ray", metavar="ADDRESS",
-                    help="spread the texts over a Ray cluster: auto (the running one), host:port, or local (start one "
-                         "here); needs pip install 'mobile-export[ray]'")
-    pa.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU of the cluster)")
-    pa.add_argument("--isa", choices=["host", "arm64"], default="host",
-                    help="arm64: also run every artifact on the ARM64 builds of its runtime under emulation, per CPU "
-                         "model (prepare it once with make arm64-env)")
-    pa.add_argument("--cpus", default="cortex-a53,cortex-a76,cortex-a710",
-                    help="with --isa arm64: qemu CPU models (default cortex-a53,cortex-a76,cortex-a710: no dotprod, "
-                         "dotprod, SVE2+i8mm)")
-    pa.add_argument("--arm64-env", help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or "
-                                        "~/.cache/mobile-export/arm64)")
-    pa.add_argument("--quiet", action="store_true", help="no progress lines")
-    pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    rp = sub.add_parser("report", help="rewrite report.md and report.html from DIR/report.json")
-    rp.add_argument("folder", help="an export or parity output folder")
-    rp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    bn = sub.add_parser("bench", help="latency, throughput, load time and memory, next to PyTorch fp32 eager",
-                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    bn.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
-    bn.add_argument("--checkpoint", help="also measure this checkpoint in PyTorch fp32 eager (the reference)")
-    bn.add_argument("--seq-lens", default="16,64,128", help="comma-separated sequence lengths (default 16,64,128)")
-    bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
-    bn.add_argument("--json", help="also write the results to this JSON file")
-    bn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    sz = sub.add_parser("size", help="what an artifact's bytes are, whether sharing survived, memory, budgets",
-                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sz.add_argument("artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)")
-    sz.add_argument("--checkpoint", help="the source checkpoint, when there is no report.json beside the artifact")
-    sz.add_argument("--quant", choices=[q.value for q in Quant], help="how the artifact was quantized (default: from report.json, else int8)")
-    sz.add_argument("--budget", action="append", help="a size (15MB) or a preset (play-base, play-asset-pack, legacy-apk, "
-                    "app-store-cellular); repeat for several; exit 4 when over")
-    sz.add_argument("--no-memory", action="store_true", help="skip measuring peak RSS (load + one run)")
-    sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sz.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-    sub.add_parser("list", help="list supported tasks, backends and quantizations")
-    return parser
-
-
-def _threshold_args(p) -> None:
-    p.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
-    p.add_argument("--min-agreement", type=float,
-                   help="parity limit on decisive top-1 agreement, 0..1, overall and per length bucket "
-                   "(default: 0.99 for int8)")
-    p.add_argument("--min-sqnr", type=float, help="parity limit on SQNR in dB, overall and per length bucket "
-                   "(default: 20 for int8)")
-    p.add_argument("--min-example-sqnr", type=float, help="parity floor on every example's SQNR in dB "
-                   "(default: 15 for int8)")
 
 
 def _thresholds(args, quant):
     from .config import Thresholds
 
-    return Thresholds.from_overrides(quant, max_abs_diff=args.max_abs_diff, min_agreement=args.min_agreement,
-                                     min_sqnr_db=args.min_sqnr, min_example_sqnr_db=args.min_example_sqnr)
+    return Thresholds.from_overrides(
+        quant,
+        max_abs_diff=args.max_abs_diff,
+        min_agreement=args.min_agreement,
+        min_sqnr_db=args.min_sqnr,
+        min_example_sqnr_db=args.min_example_sqnr,
+    )
 
 
 def _cmd_parity(args) -> int:
@@ -158,12 +31,21 @@ def _cmd_parity(args) -> int:
     from .reports import summary
 
     quant = Quant(args.quant) if args.quant else None
-    options = ParityOptions(data=args.data, quant=quant, thresholds=_thresholds(args, quant or Quant.INT8),
-                            task=args.task, max_seq_len=args.max_seq_len, ray=args.ray, ray_workers=args.ray_workers,
-                            isa=args.isa, cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
-                            arm64_env=args.arm64_env)
-    report = parity_check(args.checkpoint, args.artifacts, out=args.out, options=options,
-                          progress=Silent() if args.quiet else Progress())
+    options = ParityOptions(
+        data=args.data,
+        quant=quant,
+        thresholds=_thresholds(args, quant or Quant.INT8),
+        task=args.task,
+        max_seq_len=args.max_seq_len,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
+        isa=args.isa,
+        cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
+        arm64_env=args.arm64_env,
+    )
+    report = parity_check(
+        args.checkpoint, args.artifacts, out=args.out, options=options, progress=Silent() if args.quiet else Progress()
+    )
     print(summary(report))
     if args.out:
         print(f"wrote report.json, report.md, report.html to {args.out}")
@@ -181,8 +63,7 @@ def _cmd_bench(args) -> int:
         raise BadInputError("--seq-lens and --threads take comma-separated integers, e.g. 16,64,128") from None
     if not seqs or not threads or min(seqs) < 2 or min(threads) < 1 or args.runs < 1:
         raise BadInputError("--seq-lens must be >= 2, --threads and --runs >= 1")
-    result = bench(args.artifacts, args.checkpoint, seqs, threads, args.runs,
-                   say=lambda m: print(m, file=sys.stderr))
+    result = bench(args.artifacts, args.checkpoint, seqs, threads, args.runs, say=lambda m: print(m, file=sys.stderr))
     print(table(result))
     if args.json:
         from .fsutil import write_json
@@ -208,11 +89,20 @@ def _cmd_export(args) -> int:
     backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
     quant = Quant(args.quant)
     thresholds = _thresholds(args, quant)
-    options = ExportOptions(backends=backends, quant=quant, task=args.task, max_seq_len=args.max_seq_len,
-                            overwrite=args.overwrite, thresholds=thresholds, data=args.data,
-                            budget=args.budget, measure_memory=not args.no_memory,
-                            quantize_embeddings=not args.keep_fp32_embeddings, int4_group_size=args.group_size,
-                            int4_kernel=args.int4_kernel)
+    options = ExportOptions(
+        backends=backends,
+        quant=quant,
+        task=args.task,
+        max_seq_len=args.max_seq_len,
+        overwrite=args.overwrite,
+        thresholds=thresholds,
+        data=args.data,
+        budget=args.budget,
+        measure_memory=not args.no_memory,
+        quantize_embeddings=not args.keep_fp32_embeddings,
+        int4_group_size=args.group_size,
+        int4_kernel=args.int4_kernel,
+    )
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))
     return int(ExitCode.OK)
@@ -233,8 +123,13 @@ def _cmd_size(args) -> int:
     from .config import Quant
     from .size import format_entry
 
-    entries = size_report(args.artifacts, args.checkpoint, Quant(args.quant) if args.quant else None,
-                          args.budget or [], measure=not args.no_memory)
+    entries = size_report(
+        args.artifacts,
+        args.checkpoint,
+        Quant(args.quant) if args.quant else None,
+        args.budget or [],
+        measure=not args.no_memory,
+    )
     if args.json:
         print(json.dumps(entries, indent=2))
     else:
@@ -259,8 +154,10 @@ def _cmd_list(args) -> int:
         scheme = scheme_name(quant.value, DEFAULT_INT4_GROUP_SIZE)
         if quant is Quant.INT4:
             scheme += " (group size per model, --group-size)"
-        print(f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
-              f"scheme {scheme}")
+        print(
+            f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
+            f"scheme {scheme}"
+        )
     return int(ExitCode.OK)
 
 
@@ -285,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     if argv is None:
         _reexec_with_fixed_hash_seed()
-    parser = _build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     if args.version:
@@ -300,8 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         from ._quiet import quiet_libraries
 
         quiet_libraries()
-    handler = {"export": _cmd_export, "parity": _cmd_parity, "report": _cmd_report, "tokenizer": _cmd_tokenizer,
-               "size": _cmd_size, "bench": _cmd_bench, "list": _cmd_list}[args.command]
+    handler = {
+        "export": _cmd_export,
+        "parity": _cmd_parity,
+        "report": _cmd_report,
+        "tokenizer": _cmd_tokenizer,
+        "size": _cmd_size,
+        "bench": _cmd_bench,
+        "list": _cmd_list,
+    }[args.command]
     try:
         with latched_interrupts():
             return handler(args)
@@ -316,8 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line unless --debug
         if debug:
             traceback.print_exc()
-        print(f"mobile-export: unexpected error: {type(exc).__name__}: {first_line(exc)}; rerun with --debug and report it",
-              file=sys.stderr)
+        print(
+            f"mobile-export: unexpected error: {type(exc).__name__}: {first_line(exc)}; "
+            "rerun with --debug and report it",
+            file=sys.stderr,
+        )
         return int(ExitCode.UNEXPECTED)
 
 

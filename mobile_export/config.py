@@ -67,8 +67,9 @@ def resolve_max_len(limit: int, requested: int | None) -> int:
         return limit
     check_max_seq_len(requested)
     if requested > limit:
-        raise BadInputError(f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); "
-                            f"pass at most {limit}")
+        raise BadInputError(
+            f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); pass at most {limit}"
+        )
     return requested
 
 
@@ -120,19 +121,26 @@ class Thresholds:
         """One line per active gate, for reports."""
         lines = []
         if self.max_abs_diff is not None:
-            lines.append(f"max |diff| <= {self.max_abs_diff:g}: no output value of any example is further "
-                         "from fp32 than this")
+            lines.append(
+                f"max |diff| <= {self.max_abs_diff:g}: no output value of any example is further from fp32 than this"
+            )
         if self.min_agreement is not None:
-            lines.append(f"decisive agreement >= {self.min_agreement:.0%}: the artifact makes the same top-1 "
-                         "decision as fp32 wherever fp32's margin is more than twice the artifact's error on "
-                         "that example (closer calls are near-ties, counted but not gated), over all examples "
-                         "and in each length bucket")
+            lines.append(
+                f"decisive agreement >= {self.min_agreement:.0%}: the artifact makes the same top-1 "
+                "decision as fp32 wherever fp32's margin is more than twice the artifact's error on "
+                "that example (closer calls are near-ties, counted but not gated), over all examples "
+                "and in each length bucket"
+            )
         if self.min_sqnr_db is not None:
-            lines.append(f"SQNR >= {self.min_sqnr_db:g} dB: output energy over error energy, over all examples "
-                         f"and in each length bucket with {MIN_BUCKET_EXAMPLES} or more examples")
+            lines.append(
+                f"SQNR >= {self.min_sqnr_db:g} dB: output energy over error energy, over all examples "
+                f"and in each length bucket with {MIN_BUCKET_EXAMPLES} or more examples"
+            )
         if self.min_example_sqnr_db is not None:
-            lines.append(f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong "
-                         "(a text with near-zero outputs is judged against the median text's output power)")
+            lines.append(
+                f"per-example SQNR >= {self.min_example_sqnr_db:g} dB: no single text may be badly wrong "
+                "(a text with near-zero outputs is judged against the median text's output power)"
+            )
         return lines
 
 
@@ -178,14 +186,22 @@ class ExportOptions:
         if self.int4_kernel not in INT4_KERNELS:
             raise BadInputError(f"--int4-kernel {self.int4_kernel} is not one of {', '.join(INT4_KERNELS)}")
         if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:
-            raise BadInputError(f"--group-size {self.int4_group_size} is not supported; choose one of "
-                                f"{', '.join(map(str, INT4_GROUP_SIZES))}")
-        if (self.quant is Quant.INT4 and Backend.EXECUTORCH in self.backends and self.int4_group_size is not None
-                and self.int4_group_size % XNNPACK_GROUP_MULTIPLE):
-            raise BadInputError(f"--group-size {self.int4_group_size}: XNNPACK (.pte) takes groups of a multiple of "
-                                f"{XNNPACK_GROUP_MULTIPLE}; pass --group-size "
-                                f"{', '.join(str(g) for g in INT4_GROUP_SIZES if g % XNNPACK_GROUP_MULTIPLE == 0)}, "
-                                "or --backend onnx alone")
+            raise BadInputError(
+                f"--group-size {self.int4_group_size} is not supported; choose one of "
+                f"{', '.join(map(str, INT4_GROUP_SIZES))}"
+            )
+        if (
+            self.quant is Quant.INT4
+            and Backend.EXECUTORCH in self.backends
+            and self.int4_group_size is not None
+            and self.int4_group_size % XNNPACK_GROUP_MULTIPLE
+        ):
+            raise BadInputError(
+                f"--group-size {self.int4_group_size}: XNNPACK (.pte) takes groups of a multiple of "
+                f"{XNNPACK_GROUP_MULTIPLE}; pass --group-size "
+                f"{', '.join(str(g) for g in INT4_GROUP_SIZES if g % XNNPACK_GROUP_MULTIPLE == 0)}, "
+                "or --backend onnx alone"
+            )
         if not self.backends:
             raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
         if len(set(self.backends)) != len(self.backends):

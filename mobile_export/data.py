@@ -48,8 +48,9 @@ def _lines(p: Path) -> Iterator[tuple[int, str]]:
             raise BadInputError(f"cannot read --data {p} ({exc.strerror or exc}); check the path") from None
 
 
-def _examples(p: Path, label_names: tuple[str, ...], blank: list[int] | None = None
-              ) -> Iterator[tuple[int, str, int | None]]:
+def _examples(
+    p: Path, label_names: tuple[str, ...], blank: list[int] | None = None
+) -> Iterator[tuple[int, str, int | None]]:
     """(line number, text, label) of every non-blank line; blank lines are counted into ``blank[0]``."""
     by_name = {name: i for i, name in enumerate(label_names)}
     for number, line in _lines(p):
@@ -65,10 +66,13 @@ def _examples(p: Path, label_names: tuple[str, ...], blank: list[int] | None = N
             elif head.strip().isdigit() and (not label_names or int(head) < len(label_names)):
                 label = int(head)
             else:
-                known = (f"0..{len(label_names) - 1} or one of {', '.join(label_names)}" if label_names
-                         else "a class index")
-                raise BadInputError(f"--data {p} line {number}: label '{head[:40]}' is neither a class index nor a "
-                                    f"label name (expected {known}); fix the line, or drop the tab for unlabelled text")
+                known = (
+                    f"0..{len(label_names) - 1} or one of {', '.join(label_names)}" if label_names else "a class index"
+                )
+                raise BadInputError(
+                    f"--data {p} line {number}: label '{head[:40]}' is neither a class index nor a "
+                    f"label name (expected {known}); fix the line, or drop the tab for unlabelled text"
+                )
             line = rest
         yield number, line[:MAX_LINE_CHARS], label
 
@@ -96,5 +100,6 @@ def read_parity_file(path: str | Path, label_names: list[str] | None = None) -> 
         raise BadInputError(f"--data {p} has no examples; put one text per line")
     if 0 < with_label < count:
         raise BadInputError(f"--data {p}: {with_label} of {count} lines have a label; label all lines or none")
-    return ParityData(path=p, count=count, labelled=bool(with_label), source=str(p), label_names=names,
-                      blank_lines=blank[0])
+    return ParityData(
+        path=p, count=count, labelled=bool(with_label), source=str(p), label_names=names, blank_lines=blank[0]
+    )

@@ -56,13 +56,20 @@ def _connect(ray, address: str, workers: int | None) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
     try:
         if address == "local":
-            ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                     configure_logging=False, _node_ip_address="127.0.0.1")
+            ray.init(
+                num_cpus=workers or os.cpu_count(),
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                _node_ip_address="127.0.0.1",
+            )
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise BadInputError(f"cannot reach the Ray cluster at --ray {address} ({first_line(exc, 160)}); start one "
-                            "with `ray start --head`, or pass --ray local for one on this machine") from None
+        raise BadInputError(
+            f"cannot reach the Ray cluster at --ray {address} ({first_line(exc, 160)}); start one "
+            "with `ray start --head`, or pass --ray local for one on this machine"
+        ) from None
     return True
 
 
@@ -74,8 +81,16 @@ def _unwrap(exc: BaseException) -> BaseException:
     return MobileExportError(f"a Ray worker failed: {first_line(exc, 200)}; rerun with --debug")
 
 
-def run_on_ray(address: str, checkpoint: str, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int,
-               source: ParitySource, progress: Progress, workers: int | None = None) -> Tally:
+def run_on_ray(
+    address: str,
+    checkpoint: str,
+    loaded: LoadedModel,
+    checks: Sequence[ArtifactCheck],
+    max_len: int,
+    source: ParitySource,
+    progress: Progress,
+    workers: int | None = None,
+) -> Tally:
     """Every text of ``source`` through workers on the Ray cluster at ``address``; the merged tally.
 
     At most ``QUEUED_PER_WORKER`` batches per worker are out at once, and finished batches wait only

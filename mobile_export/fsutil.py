@@ -25,8 +25,11 @@ def sha256_file(path: Path) -> str:
 
 def write_json(path: Path, data, compact: bool = False) -> None:
     """Write JSON to a temporary file beside ``path``, then rename it into place."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact else \
-        json.dumps(data, indent=2, ensure_ascii=False)
+    text = (
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        if compact
+        else json.dumps(data, indent=2, ensure_ascii=False)
+    )
     write_bytes(path, (text + "\n").encode("utf-8"))
 
 
@@ -66,16 +69,22 @@ def prepare_destination(out: Path, overwrite: bool) -> None:
         raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None
 
 
-_DISK_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-                errno.EPERM: "permission denied"}
+_DISK_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
 
 
 def disk_error(exc: BaseException, out: Path) -> OutputError | None:
     """An OutputError for a write failure of the destination (full, read-only, no permission), else None."""
     if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
-        return OutputError(f"cannot write the export to {out}: {_DISK_ERRNOS[exc.errno]}; free space or choose "
-                           "another --out (nothing was written)")
+        return OutputError(
+            f"cannot write the export to {out}: {_DISK_ERRNOS[exc.errno]}; free space or choose "
+            "another --out (nothing was written)"
+        )
     return None
 
 

@@ -18,11 +18,23 @@ from .errors import CheckpointError, first_line
 from .tasks import TaskSpec, get_task, infer_task, model_class_for
 
 SUPPORTED_MODEL_TYPES = ("albert",)
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 TOKENIZER_FILES = ("vocab.txt", "spiece.model")
-_HUB_PATTERNS = ["config.json", "*.safetensors", "model.safetensors.index.json", "spiece.model",
-                 "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json"]
+_HUB_PATTERNS = [
+    "config.json",
+    "*.safetensors",
+    "model.safetensors.index.json",
+    "spiece.model",
+    "vocab.txt",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+]
 
 
 @dataclass
@@ -51,8 +63,9 @@ class LoadedModel:
 
 
 def _looks_like_path(source: str) -> bool:
-    return (os.sep in source and source.count("/") != 1) or source.startswith((".", "~", os.sep)) \
-        or Path(source).exists()
+    return (
+        (os.sep in source and source.count("/") != 1) or source.startswith((".", "~", os.sep)) or Path(source).exists()
+    )
 
 
 def resolve_folder(source: str | os.PathLike) -> Path:
@@ -102,9 +115,18 @@ def read_config_dict(folder: Path) -> dict:
     return cfg
 
 
-_POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                  "intermediate_size", "max_position_embeddings", "num_hidden_groups", "inner_group_num",
-                  "type_vocab_size")
+_POSITIVE_INTS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "num_hidden_groups",
+    "inner_group_num",
+    "type_vocab_size",
+)
 
 
 def _check_config_values(cfg: dict, cfg_path: Path) -> None:
@@ -115,12 +137,14 @@ def _check_config_values(cfg: dict, cfg_path: Path) -> None:
             raise CheckpointError(f"{cfg_path}: {key} is {value!r}, it must be a positive integer; fix config.json")
     hidden, heads = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 64)
     if hidden % heads:
-        raise CheckpointError(f"{cfg_path}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
-                              "fix config.json")
+        raise CheckpointError(
+            f"{cfg_path}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; fix config.json"
+        )
     layers, groups = cfg.get("num_hidden_layers", 12), cfg.get("num_hidden_groups", 1)
     if groups > layers:
-        raise CheckpointError(f"{cfg_path}: num_hidden_groups {groups} exceeds num_hidden_layers {layers}; "
-                              "fix config.json")
+        raise CheckpointError(
+            f"{cfg_path}: num_hidden_groups {groups} exceeds num_hidden_layers {layers}; fix config.json"
+        )
     if cfg.get("max_position_embeddings", 512) < 2:
         raise CheckpointError(f"{cfg_path}: max_position_embeddings must be >= 2 ([CLS] and [SEP])")
 
@@ -130,8 +154,7 @@ def _weights_file(folder: Path) -> str:
         if (folder / name).is_file():
             return name
     raise CheckpointError(
-        f"{folder} has no weights (looked for {', '.join(WEIGHT_FILES)}); "
-        "save the model with save_pretrained()"
+        f"{folder} has no weights (looked for {', '.join(WEIGHT_FILES)}); save the model with save_pretrained()"
     )
 
 
@@ -155,8 +178,9 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
     try:
         tok = cls.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
     except Exception as exc:
-        raise CheckpointError(f"cannot read the tokenizer in {folder} ({first_line(exc)}); "
-                              "re-download the tokenizer files") from None
+        raise CheckpointError(
+            f"cannot read the tokenizer in {folder} ({first_line(exc)}); re-download the tokenizer files"
+        ) from None
     return tok, kind
 
 
@@ -178,13 +202,16 @@ def _check_dtypes(folder: Path, weights: str) -> None:
                 for key in st.keys():
                     dtype = st.get_slice(key).get_dtype()
                     if dtype not in _FLOAT_DTYPES and not key.endswith(("position_ids", "token_type_ids")):
-                        raise CheckpointError(f"weight {key} in {f.name} has dtype {dtype}; ALBERT weights must be "
-                                              "floating point (F32/F16/BF16): the checkpoint is corrupt or not a model")
+                        raise CheckpointError(
+                            f"weight {key} in {f.name} has dtype {dtype}; ALBERT weights must be "
+                            "floating point (F32/F16/BF16): the checkpoint is corrupt or not a model"
+                        )
         except CheckpointError:
             raise
         except Exception as exc:
-            raise CheckpointError(f"cannot load the weights {f} ({first_line(exc)}); "
-                                  "re-download or re-save the checkpoint") from None
+            raise CheckpointError(
+                f"cannot load the weights {f} ({first_line(exc)}); re-download or re-save the checkpoint"
+            ) from None
 
 
 def _non_finite(model) -> str | None:
@@ -239,13 +266,19 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     tf_logger.setLevel(logging.ERROR)
     try:
         model, info = cls.from_pretrained(
-            str(folder), config=config, local_files_only=True, trust_remote_code=False,
-            use_safetensors=weights.startswith("model.safetensors"), weights_only=True,
-            output_loading_info=True, attn_implementation="eager",
+            str(folder),
+            config=config,
+            local_files_only=True,
+            trust_remote_code=False,
+            use_safetensors=weights.startswith("model.safetensors"),
+            weights_only=True,
+            output_loading_info=True,
+            attn_implementation="eager",
         )
     except Exception as exc:
-        raise CheckpointError(f"cannot load the weights {folder / weights} ({first_line(exc)}); "
-                              "re-download or re-save the checkpoint") from None
+        raise CheckpointError(
+            f"cannot load the weights {folder / weights} ({first_line(exc)}); re-download or re-save the checkpoint"
+        ) from None
     finally:
         tf_logger.setLevel(level)
     model = model.float().eval()
@@ -253,14 +286,29 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
     body = [k for k in missing if not any(h in k for h in _HEAD_KEYS)]
     if body:
-        raise CheckpointError(f"{folder / weights} lacks {len(body)} encoder weights (e.g. {sorted(body)[0]}): it is not "
-                              "a complete ALBERT checkpoint; re-download it or save it with save_pretrained")
+        raise CheckpointError(
+            f"{folder / weights} lacks {len(body)} encoder weights (e.g. {sorted(body)[0]}): it is not "
+            "a complete ALBERT checkpoint; re-download it or save it with save_pretrained"
+        )
     bad = _non_finite(model)
     if bad:
-        raise CheckpointError(f"{folder / weights} has NaN or Inf values in {bad}: the checkpoint is corrupt; "
-                              "re-download it or re-train from the last good save")
+        raise CheckpointError(
+            f"{folder / weights} has NaN or Inf values in {bad}: the checkpoint is corrupt; "
+            "re-download it or re-train from the last good save"
+        )
     if missing:
-        notes.append(f"{len(missing)} weights were not in the checkpoint and were freshly initialised "
-                     f"(e.g. {sorted(missing)[0]}); the {spec.name} head is untrained")
-    return LoadedModel(model=model, config=model.config, tokenizer=tokenizer, tokenizer_kind=kind,
-                       task=spec, source=str(source), folder=folder, weights_file=weights, notes=notes)
+        notes.append(
+            f"{len(missing)} weights were not in the checkpoint and were freshly initialised "
+            f"(e.g. {sorted(missing)[0]}); the {spec.name} head is untrained"
+        )
+    return LoadedModel(
+        model=model,
+        config=model.config,
+        tokenizer=tokenizer,
+        tokenizer_kind=kind,
+        task=spec,
+        source=str(source),
+        folder=folder,
+        weights_file=weights,
+        notes=notes,
+    )

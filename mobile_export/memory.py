@@ -89,12 +89,20 @@ def _child(path: Path, backend: str, seq: int) -> dict:
     runner = module.Runner(path)
     loaded = delta(resident_kib(path), base)
     load_peak_kib = status_kib("VmHWM")
-    feeds = {"input_ids": np.ones((1, seq), np.int64), "attention_mask": np.ones((1, seq), np.int64),
-             "token_type_ids": np.zeros((1, seq), np.int64)}
+    feeds = {
+        "input_ids": np.ones((1, seq), np.int64),
+        "attention_mask": np.ones((1, seq), np.int64),
+        "token_type_ids": np.zeros((1, seq), np.int64),
+    }
     runner.run(feeds)
     ran = delta(resident_kib(path), base)
-    return {"baseline_kib": base_kib, "load_peak_kib": load_peak_kib, "peak_kib": status_kib("VmHWM"),
-            "after_load": loaded, "after_run": ran}
+    return {
+        "baseline_kib": base_kib,
+        "load_peak_kib": load_peak_kib,
+        "peak_kib": status_kib("VmHWM"),
+        "after_load": loaded,
+        "after_run": ran,
+    }
 
 
 def measure(path: Path, seq_len: int = 128) -> dict:
@@ -113,9 +121,13 @@ def measure(path: Path, seq_len: int = 128) -> dict:
     from .child import run_child
 
     backend = backends.for_path(path)
-    r = run_child("mobile_export.memory", [str(path), backend.value, str(seq_len)],
-                  dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(16 * 1024)), 1800,
-                  f"{path.name} could not be loaded and run to measure memory")
+    r = run_child(
+        "mobile_export.memory",
+        [str(path), backend.value, str(seq_len)],
+        dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(16 * 1024)),
+        1800,
+        f"{path.name} could not be loaded and run to measure memory",
+    )
     kib = 1024
     run, load = r["after_run"], r["after_load"]
     return {

@@ -81,12 +81,16 @@ class ParityResult:
 
     def headline(self) -> str:
         """One line: the numbers the gates read."""
-        line = (f"max|diff| {self.max_abs_diff:.3g}, SQNR {self.sqnr_db:.1f} dB "
-                f"(lowest example {self.min_example_sqnr_db:.1f} dB)")
+        line = (
+            f"max|diff| {self.max_abs_diff:.3g}, SQNR {self.sqnr_db:.1f} dB "
+            f"(lowest example {self.min_example_sqnr_db:.1f} dB)"
+        )
         if self.agreement is not None:
             decisive = "n/a" if self.decisive_agreement is None else f"{self.decisive_agreement:.2%}"
-            line += (f", decisive agreement {decisive} of {self.n_decisive} (raw {self.agreement:.2%}, "
-                     f"{self.near_ties} near-ties)")
+            line += (
+                f", decisive agreement {decisive} of {self.n_decisive} (raw {self.agreement:.2%}, "
+                f"{self.near_ties} near-ties)"
+            )
         return line
 
     def to_dict(self) -> dict:
@@ -186,11 +190,16 @@ class Pooled:
         out = []
         if t.max_abs_diff is not None and not self.max_abs_diff <= t.max_abs_diff:
             out.append(f"max |diff| {self.max_abs_diff:.3g} > {t.max_abs_diff:.3g}")
-        if t.min_agreement is not None and self.decisive_agreement is not None and \
-                self.decisive_agreement < t.min_agreement:
+        if (
+            t.min_agreement is not None
+            and self.decisive_agreement is not None
+            and self.decisive_agreement < t.min_agreement
+        ):
             flips = round(self.decisive * (1 - self.decisive_agreement))
-            out.append(f"decisive agreement {self.decisive_agreement:.2%} < {t.min_agreement:.2%} "
-                       f"({flips} of {self.decisive} clear decisions flipped)")
+            out.append(
+                f"decisive agreement {self.decisive_agreement:.2%} < {t.min_agreement:.2%} "
+                f"({flips} of {self.decisive} clear decisions flipped)"
+            )
         if t.min_sqnr_db is not None and not self.sqnr_db >= t.min_sqnr_db:
             out.append(f"SQNR {self.sqnr_db:.1f} dB < {t.min_sqnr_db:.1f} dB")
         return [where + f for f in out]

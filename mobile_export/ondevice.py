@@ -67,8 +67,11 @@ def _charwise_table_cached(spec: str) -> dict:
     steps = json.loads(spec)
     if steps["type"] == "BertNormalizer":
         normalizer: Any = normalizers.BertNormalizer(
-            clean_text=steps.get("clean_text", True), handle_chinese_chars=steps.get("handle_chinese_chars", True),
-            strip_accents=steps.get("strip_accents"), lowercase=steps.get("lowercase", True))
+            clean_text=steps.get("clean_text", True),
+            handle_chinese_chars=steps.get("handle_chinese_chars", True),
+            strip_accents=steps.get("strip_accents"),
+            lowercase=steps.get("lowercase", True),
+        )
     else:
         normalizer = normalizers.Sequence([getattr(normalizers, s["type"])() for s in steps["normalizers"]])
     return _probe(normalizer)
@@ -141,7 +144,8 @@ def _check_added_tokens(spec: dict) -> None:
         if tok.get("normalized") or tok.get("single_word"):
             raise UnsupportedError(
                 f"added token {tok['content']!r} is normalized or single_word, which the on-device tokenizer "
-                "does not reproduce; remove it from the tokenizer or export without the app assets")
+                "does not reproduce; remove it from the tokenizer or export without the app assets"
+            )
 
 
 def on_device_spec(tokenizer) -> tuple[dict, dict]:
@@ -153,8 +157,10 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
     table: dict = {"schema_version": TABLE_SCHEMA}
     if model.get("type") == "WordPiece":
         if norm.get("type") != "BertNormalizer" or (spec.get("pre_tokenizer") or {}).get("type") != "BertPreTokenizer":
-            raise UnsupportedError("a WordPiece tokenizer must use BertNormalizer and BertPreTokenizer "
-                                   "(as BertTokenizer does) for the on-device tokenizer")
+            raise UnsupportedError(
+                "a WordPiece tokenizer must use BertNormalizer and BertPreTokenizer "
+                "(as BertTokenizer does) for the on-device tokenizer"
+            )
         table["normalizer"] = _charwise_table(norm)
         table.update(copy.deepcopy(_split_classes()))
     elif model.get("type") == "Unigram":
@@ -164,9 +170,11 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
         for step in steps:
             kind = "charwise" if step["type"] in _CHARWISE else step["type"]
             if kind not in order or (seen and order.index(kind) < order.index(seen[-1])):
-                raise UnsupportedError(f"SentencePiece normalizer step {step['type']} (in this order) is not "
-                                       "reproduced on device; supported: Replace, NFKD/NFD/StripAccents/"
-                                       "Lowercase, Precompiled, in that order")
+                raise UnsupportedError(
+                    f"SentencePiece normalizer step {step['type']} (in this order) is not "
+                    "reproduced on device; supported: Replace, NFKD/NFD/StripAccents/"
+                    "Lowercase, Precompiled, in that order"
+                )
             seen.append(kind)
             if kind == "Replace" and "String" not in step["pattern"]:
                 raise UnsupportedError("only plain-string Replace normalizers are reproduced on device")
@@ -176,9 +184,12 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
         pre = spec.get("pre_tokenizer") or {}
         pres = [p["type"] for p in pre.get("pretokenizers", [pre])]
         if pres != ["WhitespaceSplit", "Metaspace"]:
-            raise UnsupportedError(f"SentencePiece pre-tokenizers {pres} are not reproduced on device "
-                                   "(supported: WhitespaceSplit then Metaspace, as AlbertTokenizer does)")
+            raise UnsupportedError(
+                f"SentencePiece pre-tokenizers {pres} are not reproduced on device "
+                "(supported: WhitespaceSplit then Metaspace, as AlbertTokenizer does)"
+            )
     else:
-        raise UnsupportedError(f"tokenizer model {model.get('type')!r} has no on-device implementation "
-                               "(supported: WordPiece, Unigram)")
+        raise UnsupportedError(
+            f"tokenizer model {model.get('type')!r} has no on-device implementation (supported: WordPiece, Unigram)"
+        )
     return spec, table

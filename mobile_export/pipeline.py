@@ -32,7 +32,13 @@ from .tasks import get_task
 
 # Every name an export may write: with --overwrite, the ones this export does not write are removed.
 OUTPUT_NAMES = tuple(n for info in backends.BACKENDS.values() for n in info.output_names) + (
-    "tokenizer", "labels.json", "report.json", "report.md", "report.html", "manifest.json")
+    "tokenizer",
+    "labels.json",
+    "report.json",
+    "report.md",
+    "report.html",
+    "manifest.json",
+)
 
 
 @dataclass
@@ -62,8 +68,12 @@ def dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], dic
     return shape, {"input_ids": dims, "attention_mask": dims, "token_type_ids": dims}
 
 
-def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOptions | None = None,
-           progress: Progress | None = None) -> ExportResult:
+def export(
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    options: ExportOptions | None = None,
+    progress: Progress | None = None,
+) -> ExportResult:
     """Export an ALBERT checkpoint to verified mobile artifacts.
 
     Args:
@@ -99,14 +109,18 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
     staging = make_staging(out)
     try:
         wrapper, replaced = export_module(loaded, options)
-        exported = [export_one(backend, wrapper, options, loaded, max_len, staging, progress)
-                    for backend in options.backends]
+        exported = [
+            export_one(backend, wrapper, options, loaded, max_len, staging, progress) for backend in options.backends
+        ]
         del wrapper
-        checks = [ArtifactCheck(path.name, backend, path, options.quant, options.effective_thresholds)
-                  for backend, path, _, _ in exported]
+        checks = [
+            ArtifactCheck(path.name, backend, path, options.quant, options.effective_thresholds)
+            for backend, path, _, _ in exported
+        ]
         try:
-            results, run, parity_data = check_artifacts(loaded, ParitySource.build(loaded.tokenizer, data, max_len),
-                                                         checks, max_len, progress)
+            results, run, parity_data = check_artifacts(
+                loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks, max_len, progress
+            )
         except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
             raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
         for r, (_, _, stats, seconds) in zip(results, exported):
@@ -115,24 +129,52 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         with progress.step("tokenizer assets"):
             written += ["tokenizer"]
-            write_tokenizer_assets(loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer",
-                                   max_len)
+            write_tokenizer_assets(
+                loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer", max_len
+            )
         if loaded.task.has_labels:
             write_json(staging / "labels.json", {"labels": labels(loaded.config)})
             written.append("labels.json")
         summary = model_summary(loaded)
         with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
             try:
-                sizes = [size_entry(staging / r.file, summary, options.quant, bool(replaced), max_len, budget,
-                                     options.measure_memory) for r in results]
+                sizes = [
+                    size_entry(
+                        staging / r.file,
+                        summary,
+                        options.quant,
+                        bool(replaced),
+                        max_len,
+                        budget,
+                        options.measure_memory,
+                    )
+                    for r in results
+                ]
             except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
                 raise ExportFailedError(str(exc)) from exc
-        report_record = build_report("mobile-export", loaded, run, parity_data, results,
-                              {"backends": [b.value for b in options.backends], "quant": options.quant.value,
-                               "task": loaded.task.name, "max_seq_len": max_len, "int8_embeddings": replaced,
-                               **({"int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
-                                   "int4_kernel": options.int4_kernel} if options.quant is Quant.INT4 else {})},
-                              [{"size": e} for e in sizes])
+        report_record = build_report(
+            "mobile-export",
+            loaded,
+            run,
+            parity_data,
+            results,
+            {
+                "backends": [b.value for b in options.backends],
+                "quant": options.quant.value,
+                "task": loaded.task.name,
+                "max_seq_len": max_len,
+                "int8_embeddings": replaced,
+                **(
+                    {
+                        "int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+                        "int4_kernel": options.int4_kernel,
+                    }
+                    if options.quant is Quant.INT4
+                    else {}
+                ),
+            },
+            [{"size": e} for e in sizes],
+        )
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
             report_record.budget, report_record.within_budget = budget.as_dict(), not over
@@ -142,16 +184,22 @@ def export(source: str | os.PathLike, out: str | os.PathLike, options: ExportOpt
         if result.passed and over and budget is not None:
             write_json(out / "report.failed.json", report)
             what = "compressed size" if budget.compressed else "size"
-            detail = "; ".join(f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
-                               f"{e['budgets'][0]['over_bytes']:,} B over" for e in over)
-            raise BudgetError(f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); "
-                              "nothing was written")
+            detail = "; ".join(
+                f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
+                f"{e['budgets'][0]['over_bytes']:,} B over"
+                for e in over
+            )
+            raise BudgetError(
+                f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); nothing was written"
+            )
         if not result.passed:
             write_json(out / "report.failed.json", report)
-            failed = "; ".join(f"{r.backend.value}: {', '.join(r.parity.failures)}"
-                               for r in results if not r.parity.passed)
-            raise ParityError(f"parity check failed ({failed}); no artifact was written, "
-                              f"details in {out / 'report.failed.json'}")
+            failed = "; ".join(
+                f"{r.backend.value}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed
+            )
+            raise ParityError(
+                f"parity check failed ({failed}); no artifact was written, details in {out / 'report.failed.json'}"
+            )
         write_json(staging / "report.json", report)
         written.append("report.json")
         with progress.step("human reports (report.md, report.html)"):
@@ -191,8 +239,15 @@ def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn
     return ExportWrapper(model, loaded.task).eval(), replaced
 
 
-def export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOptions, loaded: LoadedModel, max_len: int,
-                staging: Path, progress: Progress) -> tuple[Backend, Path, dict, float]:
+def export_one(
+    backend: Backend,
+    wrapper: torch.nn.Module,
+    options: ExportOptions,
+    loaded: LoadedModel,
+    max_len: int,
+    staging: Path,
+    progress: Progress,
+) -> tuple[Backend, Path, dict, float]:
     """Export one artifact into ``staging``: (backend, path, export stats, seconds)."""
     quant = options.quant
     info = backends.get_info(backend)
@@ -203,8 +258,14 @@ def export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOption
     t0 = time.monotonic()
     try:
         with torch.no_grad():
-            int4: dict[str, Any] = ({"group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
-                     "int4_kernel": options.int4_kernel} if quant is Quant.INT4 else {})
+            int4: dict[str, Any] = (
+                {
+                    "group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+                    "int4_kernel": options.int4_kernel,
+                }
+                if quant is Quant.INT4
+                else {}
+            )
             stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4)
     except MobileExportError:
         raise
@@ -215,6 +276,7 @@ def export_one(backend: Backend, wrapper: torch.nn.Module, options: ExportOption
         if disk is not None:
             raise disk from exc
         msg = first_line(exc)
-        raise ExportFailedError(f"{backend.value} export failed: {type(exc).__name__}: {msg}; "
-                                "rerun with --debug for the traceback") from exc
+        raise ExportFailedError(
+            f"{backend.value} export failed: {type(exc).__name__}: {msg}; rerun with --debug for the traceback"
+        ) from exc
     return backend, dest, stats, time.monotonic() - t0

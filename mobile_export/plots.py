@@ -87,7 +87,9 @@ class PlotSampler:
         self.values = BottomK(MAX_POINTS, 2, seed)
         self.examples = BottomK(MAX_POINTS, 2, seed + 1)
 
-    def add(self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int, max_abs_diff: float) -> None:
+    def add(
+        self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int, max_abs_diff: float
+    ) -> None:
         """Offer one example's outputs and its max |diff|."""
         self.values.add([_flat(reference), _flat(actual)])
         self.examples.add([np.array([length]), np.array([max_abs_diff])])
@@ -98,9 +100,11 @@ class PlotSampler:
 
     def plot(self) -> PlotData:
         values, examples = self.values.sample(), self.examples.sample()
-        return PlotData(reference=[round(float(v), 5) for v in values[:, 0]],
-                        artifact=[round(float(v), 5) for v in values[:, 1]],
-                        per_example=[[int(n), float(d)] for n, d in examples])
+        return PlotData(
+            reference=[round(float(v), 5) for v in values[:, 0]],
+            artifact=[round(float(v), 5) for v in values[:, 1]],
+            per_example=[[int(n), float(d)] for n, d in examples],
+        )
 
 
 def _flat(outputs: Sequence[np.ndarray]) -> np.ndarray:
@@ -113,7 +117,7 @@ class CrossRuntime:
 
     def __init__(self, task: TaskSpec, names: Sequence[str]) -> None:
         self.task = task
-        self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+        self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         self.agree = [0] * len(self.pairs)
         self.total = [0] * len(self.pairs)
         self.max_diff = [0.0] * len(self.pairs)
@@ -123,8 +127,9 @@ class CrossRuntime:
         for k, (a, b) in enumerate(self.pairs):
             for x, y in zip(outputs[a], outputs[b]):
                 if np.size(x):
-                    self.max_diff[k] = max(self.max_diff[k],
-                                           float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))))
+                    self.max_diff[k] = max(
+                        self.max_diff[k], float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
+                    )
             if self.task.has_argmax:
                 da, db = decisions_of(self.task.kind, outputs[a]), decisions_of(self.task.kind, outputs[b])
                 self.agree[k] += int(np.sum(da == db))
@@ -137,5 +142,13 @@ class CrossRuntime:
             self.max_diff[k] = max(self.max_diff[k], other.max_diff[k])
 
     def rows(self) -> list[dict]:
-        return [{"a": a, "b": b, "agreement": self.agree[k] / self.total[k] if self.total[k] else None,
-                 "decisions": self.total[k], "max_abs_diff": self.max_diff[k]} for k, (a, b) in enumerate(self.pairs)]
+        return [
+            {
+                "a": a,
+                "b": b,
+                "agreement": self.agree[k] / self.total[k] if self.total[k] else None,
+                "decisions": self.total[k],
+                "max_abs_diff": self.max_diff[k],
+            }
+            for k, (a, b) in enumerate(self.pairs)
+        ]

@@ -16,8 +16,10 @@ def not_an_export(shown: str, found: str):
     """The one-line error for a well-formed file whose interface is not that of an export."""
     from .errors import ArtifactLoadError
 
-    return ArtifactLoadError(f"{shown} is not an ALBERT export of mobile-export: {found}; an export takes "
-                             f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]); pass a file written by mobile-export export")
+    return ArtifactLoadError(
+        f"{shown} is not an ALBERT export of mobile-export: {found}; an export takes "
+        f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]); pass a file written by mobile-export export"
+    )
 
 
 def additive_mask(keep: torch.Tensor) -> torch.Tensor:
@@ -79,8 +81,9 @@ def reference_outputs(model: torch.nn.Module, task: TaskSpec, examples: list[Exa
 
 
 @torch.no_grad()
-def reference_batch(model: torch.nn.Module, task: TaskSpec, examples: list[Example],
-                    pad_id: int = 0) -> list[list[np.ndarray]]:
+def reference_batch(
+    model: torch.nn.Module, task: TaskSpec, examples: list[Example], pad_id: int = 0
+) -> list[list[np.ndarray]]:
     """fp32 outputs of several examples run as one batch, right-padded to the longest (attention mask 0
     and token type 0 on the padding), each cut back to its own length: per example, what
     ``reference_outputs`` gives, within fp32 rounding."""
@@ -96,7 +99,7 @@ def reference_batch(model: torch.nn.Module, task: TaskSpec, examples: list[Examp
     for b, ex in enumerate(examples):
         outs = []
         for name in task.outputs:
-            o = out[name][b: b + 1]
+            o = out[name][b : b + 1]
             outs.append((o[:, : ex.length] if per_token else o).detach().float().clone().numpy())
         results.append(outs)
     return results

@@ -19,8 +19,14 @@ from quantize.schemes import table_group_size
 from .config import DEFAULT_INT4_GROUP_SIZE, Backend
 from .figures import mib
 
-GROUPS = ("word embeddings", "position/type embeddings", "embedding projection", "shared encoder layer",
-          "pooler", "task head")
+GROUPS = (
+    "word embeddings",
+    "position/type embeddings",
+    "embedding projection",
+    "shared encoder layer",
+    "pooler",
+    "task head",
+)
 # ---------------------------------------------------------------------------------------------- blobs
 
 
@@ -55,7 +61,8 @@ def _meta_model(model_info: dict):
     cfg = dict(model_info["config"])
     num_labels = cfg.pop("num_labels", None) or 2
     config = transformers.AlbertConfig(  # type: ignore[call-arg]  # num_labels goes to PretrainedConfig
-        **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels)
+        **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels
+    )
     cls = getattr(transformers, model_info.get("architecture") or "AlbertModel")
     with torch.device("meta"):
         return cls(config), config
@@ -67,8 +74,13 @@ def parameter_counts(model, config) -> dict:
     layer = sum(p.numel() for n, p in model.named_parameters() if "albert_layer_groups" in n)
     per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
     unshared = unique - layer + config.num_hidden_layers * config.inner_group_num * per_layer
-    return {"unique": int(unique), "unshared": int(unshared), "shared_layer": int(layer),
-            "layers": int(config.num_hidden_layers), "ratio": round(unshared / unique, 2)}
+    return {
+        "unique": int(unique),
+        "unshared": int(unshared),
+        "shared_layer": int(layer),
+        "layers": int(config.num_hidden_layers),
+        "ratio": round(unshared / unique, 2),
+    }
 
 
 def tied_embeddings(model) -> bool:
@@ -92,16 +104,18 @@ def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bo
     return [codes, rows * blocks * 4, rows * 4, rows]  # + --int4-kernel int8's per-column scales and zeros
 
 
-def _slots(model, quant: str, int8_embeddings: bool, group_size: int | None = None,
-           xnnpack: bool = False) -> list[tuple[str, int]]:
+def _slots(
+    model, quant: str, int8_embeddings: bool, group_size: int | None = None, xnnpack: bool = False
+) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each."""
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
         matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
         if quant == "int4" and matrix:
-            sizes = _int4_sizes(p.shape[0], p.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE,
-                                "word_embeddings" in name, xnnpack)  # Linear [out, in]; table [vocab, width]
+            sizes = _int4_sizes(
+                p.shape[0], p.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, "word_embeddings" in name, xnnpack
+            )  # Linear [out, in]; table [vocab, width]
             slots += [(group, s) for s in sizes]
             continue
         quantized = quant == "int8" and matrix and ("word_embeddings" not in name or int8_embeddings)
@@ -128,15 +142,20 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
     out: dict = {
-        "file": path.name, "bytes": len(data), "deflate_bytes": len(zlib.compress(data, 6)),
-        "memory_sharing_preserved": ram_shared, "memory_sharing_verdict": ram_verdict,
-        "blobs": len(blobs), "distinct_blobs": len(distinct),
+        "file": path.name,
+        "bytes": len(data),
+        "deflate_bytes": len(zlib.compress(data, 6)),
+        "memory_sharing_preserved": ram_shared,
+        "memory_sharing_verdict": ram_verdict,
+        "blobs": len(blobs),
+        "distinct_blobs": len(distinct),
         "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
     }
     stored = sum(len(b) for b in blobs)
     if model_info is None:
-        out.update({"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None,
-                    "sharing_preserved": None})
+        out.update(
+            {"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None, "sharing_preserved": None}
+        )
         return out
     free: dict[int, list[str]] = defaultdict(list)
     model, config = _meta_model(model_info)
@@ -147,8 +166,9 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     decoder = set()
     if tied and quant == "int4":
         table = model.get_input_embeddings().weight
-        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, False,
-                                  xnnpack))
+        decoder = set(
+            _int4_sizes(table.shape[0], table.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, False, xnnpack)
+        )
     for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
@@ -180,18 +200,20 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
     if tied:
         once += "; the tied word-embedding table is stored once for the lookup and the decoder"
-    out.update({
-        "groups": {g: int(groups[g]) for g in GROUPS},
-        **({"int4_group_size": group_size} if group_size else {}),
-        "other_constants_bytes": int(unmatched),
-        "delegate_graph_bytes": int(graph_bytes),
-        "overhead_bytes": int(len(data) - stored + unmatched),
-        "extra_copies_bytes": {g: int(v) for g, v in extra_copies.items() if v},
-        "parameters": counts,
-        "tied_embeddings": tied,
-        "sharing_preserved": preserved,
-        "sharing_verdict": f"preserved: {once}" if preserved else f"NOT preserved ({'; '.join(problems)})",
-    })
+    out.update(
+        {
+            "groups": {g: int(groups[g]) for g in GROUPS},
+            **({"int4_group_size": group_size} if group_size else {}),
+            "other_constants_bytes": int(unmatched),
+            "delegate_graph_bytes": int(graph_bytes),
+            "overhead_bytes": int(len(data) - stored + unmatched),
+            "extra_copies_bytes": {g: int(v) for g, v in extra_copies.items() if v},
+            "parameters": counts,
+            "tied_embeddings": tied,
+            "sharing_preserved": preserved,
+            "sharing_verdict": f"preserved: {once}" if preserved else f"NOT preserved ({'; '.join(problems)})",
+        }
+    )
     return out
 
 
@@ -206,21 +228,27 @@ def format_entry(e: dict) -> str:
             v = e["groups"][g]
             lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
-        lines.append(f"  {'format overhead':<26}{e['overhead_bytes'] - e['other_constants_bytes']:>14,} B"
-                     + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else ""))
+        lines.append(
+            f"  {'format overhead':<26}{e['overhead_bytes'] - e['other_constants_bytes']:>14,} B"
+            + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else "")
+        )
         p = e["parameters"]
-        lines.append(f"  parameters: {p['unique']:,} unique; {p['unshared']:,} if the {p['layers']} layers were "
-                     f"not shared ({p['ratio']}x)")
+        lines.append(
+            f"  parameters: {p['unique']:,} unique; {p['unshared']:,} if the {p['layers']} layers were "
+            f"not shared ({p['ratio']}x)"
+        )
         lines.append(f"  sharing: {e['sharing_verdict']}")
     lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
     if e.get("memory_sharing_verdict"):
         lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
     if e.get("memory"):
         m = e["memory"]
-        lines.append(f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "
-                     f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {mib(m['private_bytes'])}, "
-                     f"artifact pages {mib(m['artifact_bytes'])}); runtime library code touched "
-                     f"{mib(m['library_bytes'])}; process peak {mib(m['peak_rss_bytes'], 0)}")
+        lines.append(
+            f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "
+            f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {mib(m['private_bytes'])}, "
+            f"artifact pages {mib(m['artifact_bytes'])}); runtime library code touched "
+            f"{mib(m['library_bytes'])}; process peak {mib(m['peak_rss_bytes'], 0)}"
+        )
     for b in e.get("budgets", []):
         verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"
         lines.append(f"  budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): {verdict}")

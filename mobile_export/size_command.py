@@ -16,8 +16,15 @@ from .runtime_check import detect_quant
 from .size import breakdown
 
 
-def size_entry(path: Path, summary: dict | None, quant: Quant, int8_embeddings: bool, max_len: int,
-                budget: Budget | None, measure: bool) -> dict:
+def size_entry(
+    path: Path,
+    summary: dict | None,
+    quant: Quant,
+    int8_embeddings: bool,
+    max_len: int,
+    budget: Budget | None,
+    measure: bool,
+) -> dict:
     """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict."""
     entry = breakdown(path, summary, quant.value, int8_embeddings)
     if measure:
@@ -46,14 +53,21 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadInputError(f"{report} is not a mobile-export report; pass --checkpoint instead") from None
         if entry is None or entry.get("sha256") != sha256_file(path):
-            raise ArtifactLoadError(f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
-                                    "from the file's): pass --checkpoint, or keep the export folder as written")
+            raise ArtifactLoadError(
+                f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
+                "from the file's): pass --checkpoint, or keep the export folder as written"
+            )
         return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
     return None, None, True
 
 
-def size_report(artifacts: list[str | os.PathLike], checkpoint: str | None = None, quant: Quant | None = None,
-                budgets: tuple[str, ...] | list[str] = (), measure: bool = True) -> list[dict]:
+def size_report(
+    artifacts: list[str | os.PathLike],
+    checkpoint: str | None = None,
+    quant: Quant | None = None,
+    budgets: tuple[str, ...] | list[str] = (),
+    measure: bool = True,
+) -> list[dict]:
     """What each artifact's bytes are, whether sharing survived on disk and in RAM, and budget verdicts.
 
     Args:

@@ -89,8 +89,11 @@ def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Emb
     """
     base: Any = model.base_model
     head_base = copy.copy(base)
-    head_base._modules = dict(base._modules, embeddings=_PassEmbeddings(),
-                              encoder=_PassEncoder(base.config.hidden_size if batch_one else None))
+    head_base._modules = dict(
+        base._modules,
+        embeddings=_PassEmbeddings(),
+        encoder=_PassEncoder(base.config.hidden_size if batch_one else None),
+    )
     head_model = head_base
     if model is not base:
         head_model = copy.copy(model)

@@ -60,9 +60,7 @@ def get_task(name: str) -> TaskSpec:
 
     canonical = TasksManager.map_from_synonym(name)
     if canonical not in _TASKS:
-        raise UnsupportedError(
-            f"task '{name}' is not supported for ALBERT; supported: {', '.join(_TASKS)}"
-        )
+        raise UnsupportedError(f"task '{name}' is not supported for ALBERT; supported: {', '.join(_TASKS)}")
     return _TASKS[canonical]
 
 
@@ -86,8 +84,7 @@ def infer_task(architectures: list[str] | None) -> str:
     if not architectures:
         return "feature-extraction"
     raise UnsupportedError(
-        f"cannot tell the task of architectures {architectures}; pass --task "
-        f"(one of: {', '.join(_TASKS)})"
+        f"cannot tell the task of architectures {architectures}; pass --task (one of: {', '.join(_TASKS)})"
     )
 
 

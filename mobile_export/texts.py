@@ -80,8 +80,11 @@ LONG_TEXTS = MIN_BUCKET_EXAMPLES  # texts at 128 tokens and at the max length: t
 def long_texts(tokenizer, max_len: int) -> list[str]:
     """``LONG_TEXTS`` different texts at 128 tokens and as many at ``max_len`` (different sentence mixes)."""
     pool = len(builtin_texts())
-    return [long_text(tokenizer, target, start=k * pool // LONG_TEXTS)
-            for target in sorted({min(128, max_len), max_len}) for k in range(LONG_TEXTS)]
+    return [
+        long_text(tokenizer, target, start=k * pool // LONG_TEXTS)
+        for target in sorted({min(128, max_len), max_len})
+        for k in range(LONG_TEXTS)
+    ]
 
 
 def parity_texts(tokenizer, max_len: int) -> list[str]:

@@ -43,16 +43,32 @@ def train_sentencepiece(texts: list[str], prefix: Path, vocab_size: int = 200) -
     import sentencepiece as spm
 
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_prefix=str(prefix), vocab_size=vocab_size, model_type="unigram",
-        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, num_threads=1,
+        sentence_iterator=iter(texts),
+        model_prefix=str(prefix),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
         normalization_rule_name="nmt_nfkc",
     )
     return prefix.with_suffix(".model")
 
 
-def build_tiny_checkpoint(dest: str | Path, task: str = "text-classification", tokenizer: str = "wordpiece",
-                          seed: int = 0, texts: list[str] | None = None, **config_overrides) -> Path:
+def build_tiny_checkpoint(
+    dest: str | Path,
+    task: str = "text-classification",
+    tokenizer: str = "wordpiece",
+    seed: int = 0,
+    texts: list[str] | None = None,
+    **config_overrides,
+) -> Path:
     """Write a seeded, randomly initialised ALBERT checkpoint folder (config, safetensors, tokenizer).
 
     Args:
@@ -85,13 +101,26 @@ def build_tiny_checkpoint(dest: str | Path, task: str = "text-classification", t
     tok.save_pretrained(str(dest))
     for extra in ("tokenizer.json",):  # keep the folder like the real ones: vocab + config
         (dest / extra).unlink(missing_ok=True)
-    params = dict(vocab_size=len(tok), embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=160,
-                  hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                  initializer_range=0.2, pad_token_id=tok.pad_token_id)
+    params = dict(
+        vocab_size=len(tok),
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=160,
+        hidden_act="gelu_new",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.2,
+        pad_token_id=tok.pad_token_id,
+    )
     if task in ("text-classification", "token-classification"):
-        params.update(num_labels=3, id2label={0: "negative", 1: "neutral", 2: "positive"},
-                      label2id={"negative": 0, "neutral": 1, "positive": 2})
+        params.update(
+            num_labels=3,
+            id2label={0: "negative", 1: "neutral", 2: "positive"},
+            label2id={"negative": 0, "neutral": 1, "positive": 2},
+        )
     params.update(config_overrides)
     config = AlbertConfig(**params)
     config.architectures = [_ARCH[task]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-ZERO_ROW_SCALE = 2.0 ** -12  # eps of the XNNPACK quantizer's per-channel weight observer
+ZERO_ROW_SCALE = 2.0**-12  # eps of the XNNPACK quantizer's per-channel weight observer
 
 
 class Int8Embedding(torch.nn.Module):

@@ -160,8 +160,9 @@ def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:
     removed = dedupe_initializers(model)
     weight_mm, act_mm = count_matmuls(model)
     onnx.save(model, str(dst))
-    return OnnxQuantStats(weight_matmuls=weight_mm, quantized_matmuls=0, activation_matmuls=act_mm,
-                          deduplicated_initializers=removed)
+    return OnnxQuantStats(
+        weight_matmuls=weight_mm, quantized_matmuls=0, activation_matmuls=act_mm, deduplicated_initializers=removed
+    )
 
 
 def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL) -> OnnxQuantStats:
@@ -179,16 +180,26 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
 
     prepared = prepare_file(src, dst)
     # ORT's own option names; translated from the scheme in this one place.
-    extra = {"WeightSymmetric": scheme.weight_symmetric, "ActivationSymmetric": False,
-             "EnableSubgraph": True, "MatMulConstBOnly": True}
+    extra = {
+        "WeightSymmetric": scheme.weight_symmetric,
+        "ActivationSymmetric": False,
+        "EnableSubgraph": True,
+        "MatMulConstBOnly": True,
+    }
     # ORT logs "run pre-processing first" on the root logger (and one of its modules resets the root
     # level at import); the graph was just prepared above, so keep that advice off the user's screen.
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)
     try:
-        quantize_dynamic(str(dst), str(dst), weight_type=QuantType.QInt8, per_channel=scheme.per_channel,
-                         op_types_to_quantize=["MatMul", "Gemm"], extra_options=extra)
+        quantize_dynamic(
+            str(dst),
+            str(dst),
+            weight_type=QuantType.QInt8,
+            per_channel=scheme.per_channel,
+            op_types_to_quantize=["MatMul", "Gemm"],
+            extra_options=extra,
+        )
     finally:
         root.setLevel(level)
     return replace(prepared, quantized_matmuls=count_ops(onnx.load(str(dst)), "MatMulInteger"))
@@ -242,7 +253,7 @@ def share_transposed_tables(model) -> int:
             added.append(helper.make_node("Transpose", [table], [out], name=out, perm=[1, 0]))
             rename[weight.name] = out
             saved += array(weight.name).nbytes
-            scale = weight.name[:-len("_quantized")] + "_scale" if weight.name.endswith("_quantized") else None
+            scale = weight.name[: -len("_quantized")] + "_scale" if weight.name.endswith("_quantized") else None
             if node.op_type == "MatMulInteger" and scale in inits:
                 saved += _share_row_scale(graph, inits, array, tables, table, indices, scale, rename, added, fresh)
             break

@@ -40,8 +40,13 @@ def gemm_to_matmul(model) -> int:
         nodes, before = [], rewritten
         for node in graph.node:
             attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            if (node.op_type != "Gemm" or node.input[1] not in inits or attrs.get("transA", 0)
-                    or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0):
+            if (
+                node.op_type != "Gemm"
+                or node.input[1] not in inits
+                or attrs.get("transA", 0)
+                or attrs.get("alpha", 1.0) != 1.0
+                or attrs.get("beta", 1.0) != 1.0
+            ):
                 nodes.append(node)
                 continue
             weight = numpy_helper.to_array(inits[node.input[1]])
@@ -125,8 +130,10 @@ def widen_matmuls(model, group_size: int) -> int:
     from onnx import TensorProto, helper, numpy_helper
 
     main = model.graph
-    fresh = unique_namer({i.name for g, _ in graphs(main) for i in g.initializer}
-                         | {o for g, _ in graphs(main) for node in g.node for o in node.output})
+    fresh = unique_namer(
+        {i.name for g, _ in graphs(main) for i in g.initializer}
+        | {o for g, _ in graphs(main) for node in g.node for o in node.output}
+    )
     widening, rewritten = [], 0
     everywhere = {i.name: i for g, _ in graphs(main) for i in g.initializer}
     # Subgraphs first: rewriting a graph's node list copies its nodes, and a Loop node copied before its
@@ -142,37 +149,70 @@ def widen_matmuls(model, group_size: int) -> int:
             w = numpy_helper.to_array(weight)
             codes, multiple, column = int4_codes(w, group_size)
             base = weight.name
-            names = {k: fresh(f"{base}.{k}") for k in ("codes4", "multiple", "col_scale", "zero", "grouped", "rows",
-                                                       "w8", "f", "g", "m", "flat", "cut", "starts", "ends")}
+            names = {
+                k: fresh(f"{base}.{k}")
+                for k in (
+                    "codes4",
+                    "multiple",
+                    "col_scale",
+                    "zero",
+                    "grouped",
+                    "rows",
+                    "w8",
+                    "f",
+                    "g",
+                    "m",
+                    "flat",
+                    "cut",
+                    "starts",
+                    "ends",
+                )
+            }
             q4 = numpy_helper.from_array(codes.astype(ml_dtypes.int4), names["codes4"])  # packed two a byte
-            main.initializer.extend([
-                q4, numpy_helper.from_array(multiple, names["multiple"]),
-                numpy_helper.from_array(column, names["col_scale"]),
-                numpy_helper.from_array(np.zeros(column.shape, np.int8), names["zero"]),
-                numpy_helper.from_array(np.array(multiple.shape[:1] + (group_size, w.shape[1]), np.int64),
-                                        names["grouped"]),
-                numpy_helper.from_array(np.array(codes.shape, np.int64), names["rows"]),
-            ])
-            chain = [helper.make_node("Cast", [names["codes4"]], [names["f"]], to=TensorProto.FLOAT),
-                     helper.make_node("Reshape", [names["f"], names["grouped"]], [names["g"]]),
-                     helper.make_node("Mul", [names["g"], names["multiple"]], [names["m"]]),
-                     helper.make_node("Reshape", [names["m"], names["rows"]], [names["flat"]])]
+            main.initializer.extend(
+                [
+                    q4,
+                    numpy_helper.from_array(multiple, names["multiple"]),
+                    numpy_helper.from_array(column, names["col_scale"]),
+                    numpy_helper.from_array(np.zeros(column.shape, np.int8), names["zero"]),
+                    numpy_helper.from_array(
+                        np.array(multiple.shape[:1] + (group_size, w.shape[1]), np.int64), names["grouped"]
+                    ),
+                    numpy_helper.from_array(np.array(codes.shape, np.int64), names["rows"]),
+                ]
+            )
+            chain = [
+                helper.make_node("Cast", [names["codes4"]], [names["f"]], to=TensorProto.FLOAT),
+                helper.make_node("Reshape", [names["f"], names["grouped"]], [names["g"]]),
+                helper.make_node("Mul", [names["g"], names["multiple"]], [names["m"]]),
+                helper.make_node("Reshape", [names["m"], names["rows"]], [names["flat"]]),
+            ]
             widened = names["flat"]
             if codes.shape[0] != w.shape[0]:  # drop the padding rows
-                main.initializer.extend([numpy_helper.from_array(np.array([0], np.int64), names["starts"]),
-                                         numpy_helper.from_array(np.array([w.shape[0]], np.int64), names["ends"])])
+                main.initializer.extend(
+                    [
+                        numpy_helper.from_array(np.array([0], np.int64), names["starts"]),
+                        numpy_helper.from_array(np.array([w.shape[0]], np.int64), names["ends"]),
+                    ]
+                )
                 chain.append(helper.make_node("Slice", [widened, names["starts"], names["ends"]], [names["cut"]]))
                 widened = names["cut"]
             chain.append(helper.make_node("Cast", [widened], [names["w8"]], to=TensorProto.INT8))
             widening += chain
             x, y = node.input[0], node.output[0]
             q = {k: fresh(f"{y}.{k}") for k in ("xq", "xs", "xz", "acc", "accf", "scale")}
-            nodes += [helper.make_node("DynamicQuantizeLinear", [x], [q["xq"], q["xs"], q["xz"]]),
-                      helper.make_node("MatMulInteger", [q["xq"], names["w8"], q["xz"], names["zero"]], [q["acc"]],
-                                       name=f"{node.name}_int4w_int8" if node.name else ""),
-                      helper.make_node("Cast", [q["acc"]], [q["accf"]], to=TensorProto.FLOAT),
-                      helper.make_node("Mul", [q["xs"], names["col_scale"]], [q["scale"]]),
-                      helper.make_node("Mul", [q["accf"], q["scale"]], [y])]
+            nodes += [
+                helper.make_node("DynamicQuantizeLinear", [x], [q["xq"], q["xs"], q["xz"]]),
+                helper.make_node(
+                    "MatMulInteger",
+                    [q["xq"], names["w8"], q["xz"], names["zero"]],
+                    [q["acc"]],
+                    name=f"{node.name}_int4w_int8" if node.name else "",
+                ),
+                helper.make_node("Cast", [q["acc"]], [q["accf"]], to=TensorProto.FLOAT),
+                helper.make_node("Mul", [q["xs"], names["col_scale"]], [q["scale"]]),
+                helper.make_node("Mul", [q["accf"], q["scale"]], [y]),
+            ]
             rewritten += 1
         del graph.node[:]
         graph.node.extend(nodes)
@@ -212,11 +252,20 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int, kernel: str = "nbi
     widened = widen_matmuls(model, group_size) if kernel == "int8" else 0
     # Only the word-embedding table is looked up in 4 bits; position and token-type tables are small
     # and every token reads them, so they stay fp32.
-    keep = [node.name for graph, _ in graphs(model.graph) for node in graph.node
-            if node.op_type == "Gather" and WORD_EMBEDDINGS not in node.input[0]]
-    config = DefaultWeightOnlyQuantConfig(block_size=group_size, is_symmetric=True, accuracy_level=4,
-                                          quant_format=QuantFormat.QOperator, op_types_to_quantize=("MatMul", "Gather"),
-                                          quant_axes=(("MatMul", 0), ("Gather", 1)))
+    keep = [
+        node.name
+        for graph, _ in graphs(model.graph)
+        for node in graph.node
+        if node.op_type == "Gather" and WORD_EMBEDDINGS not in node.input[0]
+    ]
+    config = DefaultWeightOnlyQuantConfig(
+        block_size=group_size,
+        is_symmetric=True,
+        accuracy_level=4,
+        quant_format=QuantFormat.QOperator,
+        op_types_to_quantize=("MatMul", "Gather"),
+        quant_axes=(("MatMul", 0), ("Gather", 1)),
+    )
     logger = logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer")
     level = logger.level
     # It logs one INFO line per node it passes over, and warns that it raises the opset to 21 (the
@@ -232,6 +281,11 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int, kernel: str = "nbi
     result = onnx.load(str(dst))
     quantized = widened if kernel == "int8" else count_ops(result, "MatMulNBits")
     stats = replace(prepared, quantized_matmuls=quantized)
-    facts = {"group_size": group_size, "kernel": kernel, "padded_input_widths": padded, "gemm_rewritten": rewritten,
-             "int4_lookups": count_ops(result, "GatherBlockQuantized")}
+    facts = {
+        "group_size": group_size,
+        "kernel": kernel,
+        "padded_input_widths": padded,
+        "gemm_rewritten": rewritten,
+        "int4_lookups": count_ops(result, "GatherBlockQuantized"),
+    }
     return stats, facts

@@ -9,8 +9,11 @@ import torch
 from .schemes import INT8_DYNAMIC_PER_CHANNEL, Scheme
 
 
-def quantize_graph(graph_module: torch.fx.GraphModule, calibration: Iterable[tuple[torch.Tensor, ...]],
-                   scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL) -> torch.fx.GraphModule:
+def quantize_graph(
+    graph_module: torch.fx.GraphModule,
+    calibration: Iterable[tuple[torch.Tensor, ...]],
+    scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL,
+) -> torch.fx.GraphModule:
     """Insert int8 quantize/dequantize pairs for XNNPACK into ``graph_module``.
 
     Args:

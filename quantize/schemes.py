@@ -20,7 +20,7 @@ class Scheme:
 INT8_DYNAMIC_PER_CHANNEL = Scheme(
     name="int8-dynamic-per-channel",
     description="int8 activations quantized per tensor at run time; symmetric int8 weights, one scale per "
-                "output channel",
+    "output channel",
     weight_symmetric=True,
     per_channel=True,
 )
@@ -42,9 +42,12 @@ def int4_blockwise(group_size: int) -> Scheme:
     return Scheme(
         name=f"int4-blockwise-g{group_size}",
         description=f"int8 activations quantized at run time; symmetric 4-bit weights, one scale per "
-                    f"{group_size} input values of each output channel (word-embedding table: per "
-                    f"{group_size} values of each row)",
-        weight_symmetric=True, per_channel=True, weight_bits=4, group_size=group_size,
+        f"{group_size} input values of each output channel (word-embedding table: per "
+        f"{group_size} values of each row)",
+        weight_symmetric=True,
+        per_channel=True,
+        weight_bits=4,
+        group_size=group_size,
     )
 
 

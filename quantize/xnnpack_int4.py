@@ -24,7 +24,7 @@ import torch
 from .schemes import XNNPACK_GROUP_MULTIPLE, table_group_size
 
 INT4_MIN, INT4_MAX = -8, 7
-ZERO_GROUP_SCALE = 2.0 ** -12
+ZERO_GROUP_SCALE = 2.0**-12
 
 
 def register_quantized_kernels() -> None:
@@ -70,7 +70,8 @@ class Int4Embedding(torch.nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return torch.ops.quantized_decomposed.embedding_4bit.dtype(
-            self.weight_int4, self.scales, None, INT4_MIN, INT4_MAX, ids, dtype=torch.float32)
+            self.weight_int4, self.scales, None, INT4_MIN, INT4_MAX, ids, dtype=torch.float32
+        )
 
 
 class PaddedLinear(torch.nn.Module):
@@ -82,7 +83,7 @@ class PaddedLinear(torch.nn.Module):
         self.linear = torch.nn.Linear(width, linear.out_features, bias=linear.bias is not None)
         with torch.no_grad():
             self.linear.weight.zero_()
-            self.linear.weight[:, :linear.in_features] = linear.weight
+            self.linear.weight[:, : linear.in_features] = linear.weight
             if linear.bias is not None:
                 self.linear.bias.copy_(linear.bias)
 
@@ -99,7 +100,9 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
         (paths), ``table_group_size``.
     """
     if group_size % XNNPACK_GROUP_MULTIPLE:
-        raise ValueError(f"XNNPACK takes 4-bit groups of a multiple of {XNNPACK_GROUP_MULTIPLE} inputs, not {group_size}")
+        raise ValueError(
+            f"XNNPACK takes 4-bit groups of a multiple of {XNNPACK_GROUP_MULTIPLE} inputs, not {group_size}"
+        )
     from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerGroup, quantize_
     from torchao.quantization.quant_primitives import MappingType
 
@@ -124,9 +127,19 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 table_groups.add(table.group_size)
     linears = sum(1 for m in module.modules() if type(m) is torch.nn.Linear)
     # the table's scale rule (``int4_groups``): no clipping
-    quantize_(module, Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, "int4"),
-                                                             weight_granularity=PerGroup(group_size),
-                                                             weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR),
-              filter_fn=lambda m, fqn: type(m) is torch.nn.Linear)
-    return {"group_size": group_size, "linears": linears, "padded_input_widths": padded, "tables": replaced,
-            "table_group_size": min(table_groups) if table_groups else None}
+    quantize_(
+        module,
+        Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=getattr(torch, "int4"),
+            weight_granularity=PerGroup(group_size),
+            weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR,
+        ),
+        filter_fn=lambda m, fqn: type(m) is torch.nn.Linear,
+    )
+    return {
+        "group_size": group_size,
+        "linears": linears,
+        "padded_input_widths": padded,
+        "tables": replaced,
+        "table_group_size": min(table_groups) if table_groups else None,
+    }

@@ -50,12 +50,25 @@ class Emulator:
         for name in ("mobile_export", "quantize"):  # only the project's packages, beside the aarch64 site
             os.symlink(package / name, Path(self._project.name) / name)
         self._log = open(Path(self._project.name) / "worker.log", "w+b")
-        env_vars = {"QEMU_CPU": cpu, "QEMU_LD_PREFIX": str(env.userland), "LD_LIBRARY_PATH": str(env.stubs),
-                    "PYTHONPATH": ":".join([str(env.site), self._project.name, *EXTRA_PYTHONPATH]), "PYTHONNOUSERSITE": "1",
-                    "PYTHONDONTWRITEBYTECODE": "1", "HOME": self._project.name, "PATH": "/usr/bin:/bin",
-                    "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": self._project.name}
-        self.process = subprocess.Popen([str(qemu or env.qemu), str(env.python), "-m", WORKER],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env_vars)
+        env_vars = {
+            "QEMU_CPU": cpu,
+            "QEMU_LD_PREFIX": str(env.userland),
+            "LD_LIBRARY_PATH": str(env.stubs),
+            "PYTHONPATH": ":".join([str(env.site), self._project.name, *EXTRA_PYTHONPATH]),
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HOME": self._project.name,
+            "PATH": "/usr/bin:/bin",
+            "OMP_NUM_THREADS": "1",
+            "TORCHINDUCTOR_CACHE_DIR": self._project.name,
+        }
+        self.process = subprocess.Popen(
+            [str(qemu or env.qemu), str(env.python), "-m", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env_vars,
+        )
         self.pending = 0
 
     def send(self, op: str, arg=None) -> None:
@@ -89,8 +102,10 @@ class Emulator:
         self._log.flush()
         self._log.seek(0)
         tail = [line for line in self._log.read().decode(errors="replace").splitlines() if line.strip()][-1:]
-        return MobileExportError(f"the emulated ARM64 process ({self.cpu}) ended (exit {self.process.returncode}): "
-                                 f"{tail[0][:200] if tail else 'no output'}")
+        return MobileExportError(
+            f"the emulated ARM64 process ({self.cpu}) ended (exit {self.process.returncode}): "
+            f"{tail[0][:200] if tail else 'no output'}"
+        )
 
     def close(self) -> None:
         if self.process.poll() is None:

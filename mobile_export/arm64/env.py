@@ -29,8 +29,22 @@ MIN_QEMU = (10, 0)
 SUITE = "bookworm"
 RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy")  # the aarch64 builds that must match this machine's
 # What importing the runtimes needs besides them (pure Python, or with aarch64 wheels), at this machine's versions.
-SUPPORT = ("typing_extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec", "filelock",
-           "setuptools", "ruamel.yaml", "pyyaml", "flatbuffers", "packaging", "tabulate")
+SUPPORT = (
+    "typing_extensions",
+    "sympy",
+    "mpmath",
+    "networkx",
+    "jinja2",
+    "markupsafe",
+    "fsspec",
+    "filelock",
+    "setuptools",
+    "ruamel.yaml",
+    "pyyaml",
+    "flatbuffers",
+    "packaging",
+    "tabulate",
+)
 PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")
 ENV_VAR = "MOBILE_EXPORT_ARM64_ENV"
 PREPARE = "make arm64-env (or python -m mobile_export.arm64.env)"
@@ -96,7 +110,9 @@ def locate(folder: str | os.PathLike | None = None) -> Arm64Env:
     want = wanted_versions()
     stale = [f"{k} {have.get(k)} (want {v})" for k, v in want.items() if have.get(k) != v]
     if stale:
-        raise BadInputError(f"the ARM64 environment in {env.root} has {', '.join(stale)}; prepare it again with {PREPARE}")
+        raise BadInputError(
+            f"the ARM64 environment in {env.root} has {', '.join(stale)}; prepare it again with {PREPARE}"
+        )
     return env
 
 
@@ -125,11 +141,18 @@ def _qemu(env: Arm64Env, mirror: str) -> str:
     apt = env.root / "apt"
     (apt / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (apt / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
-    (apt / "sources.list").write_text(f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} "
-                                      f"{SUITE}-backports main\n")
-    opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", "-oDir::Etc::SourceParts=/nonexistent",
-            f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}", "-oDebug::NoLocking=1",
-            "-oAPT::Sandbox::User=root", "-qq"]
+    (apt / "sources.list").write_text(
+        f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} {SUITE}-backports main\n"
+    )
+    opts = [
+        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
+        "-oDir::Etc::SourceParts=/nonexistent",
+        f"-oDir::State::Lists={apt / 'lists'}",
+        f"-oDir::Cache={apt / 'cache'}",
+        "-oDebug::NoLocking=1",
+        "-oAPT::Sandbox::User=root",
+        "-qq",
+    ]
     _run(["apt-get", *opts, "update"])
     for old in apt.glob("qemu-user_*.deb"):
         old.unlink()
@@ -147,9 +170,19 @@ def _qemu(env: Arm64Env, mirror: str) -> str:
 def _userland(env: Arm64Env, mirror: str) -> None:
     """Debian arm64 with Python 3.11: debootstrap's first stage, every package unpacked in place."""
     shutil.rmtree(env.userland, ignore_errors=True)
-    _run(["debootstrap", "--arch=arm64", "--foreign", "--variant=minbase",
-          "--include=python3.11,libpython3.11-stdlib,libatomic1", SUITE, str(env.userland), mirror],
-         stdout=subprocess.DEVNULL)
+    _run(
+        [
+            "debootstrap",
+            "--arch=arm64",
+            "--foreign",
+            "--variant=minbase",
+            "--include=python3.11,libpython3.11-stdlib,libatomic1",
+            SUITE,
+            str(env.userland),
+            mirror,
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     for deb in sorted((env.userland / "var" / "cache" / "apt" / "archives").glob("*.deb")):
         _run(["dpkg-deb", "-x", str(deb), str(env.userland)])
 
@@ -164,8 +197,25 @@ def _packages(env: Arm64Env, versions: dict[str, str]) -> None:
         except PackageNotFoundError:
             pins.append(name)
     platform = [a for p in PLATFORMS for a in ("--platform", p)]
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:", "--target",
-          str(env.site), *platform, "--python-version", "3.11", "--implementation", "cp", *pins])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--target",
+            str(env.site),
+            *platform,
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            *pins,
+        ]
+    )
 
 
 def prepare(folder: str | os.PathLike | None = None, say=print) -> Arm64Env:
@@ -173,8 +223,13 @@ def prepare(folder: str | os.PathLike | None = None, say=print) -> Arm64Env:
     from .emulator import Emulator
     from .stubs import build
 
-    for tool, package in (("apt-get", "apt"), ("dpkg-deb", "dpkg"), ("debootstrap", "debootstrap"),
-                          ("aarch64-linux-gnu-ld", "binutils-aarch64-linux-gnu"), ("readelf", "binutils")):
+    for tool, package in (
+        ("apt-get", "apt"),
+        ("dpkg-deb", "dpkg"),
+        ("debootstrap", "debootstrap"),
+        ("aarch64-linux-gnu-ld", "binutils-aarch64-linux-gnu"),
+        ("readelf", "binutils"),
+    ):
         if shutil.which(tool) is None:
             raise BadInputError(f"{tool} not found: apt-get install -y {package}")
     env = Arm64Env(Path(folder) if folder else default_dir())
@@ -196,15 +251,19 @@ def prepare(folder: str | os.PathLike | None = None, say=print) -> Arm64Env:
     want = {k: versions[k] for k in ("executorch", "onnxruntime")}
     if {k: found.get(k) for k in want} != want:
         raise BadInputError(f"the emulated runtimes report {found}, expected {want}")
-    env.stamp.write_text(json.dumps({"qemu": qemu, "versions": versions, "emulated": found,
-                                     "cuda_stand_ins": stood_in}, indent=1) + "\n")
+    env.stamp.write_text(
+        json.dumps({"qemu": qemu, "versions": versions, "emulated": found, "cuda_stand_ins": stood_in}, indent=1) + "\n"
+    )
     say(f"arm64 env ready in {env.root}")
     return env
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mobile_export.arm64.env", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m mobile_export.arm64.env",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--dir", help=f"where to build it (default ${ENV_VAR} or ~/.cache/mobile-export/arm64)")
     p.add_argument("--if-missing", action="store_true", help="keep an environment that is already up to date")
     a = p.parse_args(argv)

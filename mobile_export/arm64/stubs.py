@@ -23,8 +23,11 @@ def _readelf(*args: str) -> str:
 
 def _dynamic_symbols(lib: Path) -> list[list[str]]:
     """readelf's rows of the dynamic symbol table: [num, value, size, type, bind, vis, ndx, name]."""
-    return [p for p in (line.split() for line in _readelf("--dyn-syms", "-W", str(lib)).splitlines())
-            if len(p) >= 8 and p[6] != "Ndx"]
+    return [
+        p
+        for p in (line.split() for line in _readelf("--dyn-syms", "-W", str(lib)).splitlines())
+        if len(p) >= 8 and p[6] != "Ndx"
+    ]
 
 
 def build(site: Path, root: Path, out: Path) -> list[str]:
@@ -52,9 +55,12 @@ def build(site: Path, root: Path, out: Path) -> list[str]:
             if row[6] == "UND" and row[4] != "WEAK":  # a weak reference may stay unresolved
                 name, _, version = row[7].partition("@")
                 wanted[(name, version.split(" ")[0] or None)] = row[3]
-    defined = {row[7].split("@")[0] for lib in [*site.glob("**/*.so*"), *(p for d in system if d.exists()
-                                                                          for p in d.glob("*.so*"))]
-               for row in _dynamic_symbols(lib) if row[6] != "UND"}
+    defined = {
+        row[7].split("@")[0]
+        for lib in [*site.glob("**/*.so*"), *(p for d in system if d.exists() for p in d.glob("*.so*"))]
+        for row in _dynamic_symbols(lib)
+        if row[6] != "UND"
+    }
     orphans = sorted((n, k) for (n, v), k in wanted.items() if v is None and n not in defined)
     owner_of = {v: soname for soname, versions in missing.items() for v in versions}
     out.mkdir(parents=True, exist_ok=True)
@@ -81,7 +87,9 @@ def _link(out: Path, soname: str, symbols: list[tuple[str, str, str | None]], ve
     subprocess.run(["aarch64-linux-gnu-as", "-o", str(work / "stub.o"), str(work / "stub.s")], check=True)
     cmd = ["aarch64-linux-gnu-ld", "-shared", "-soname", soname, "-o", str(out / soname), str(work / "stub.o")]
     if versions:
-        script = "".join(f"{v} {{ global: {' '.join(n + ';' for n, _, sv in symbols if sv == v)} }};\n" for v in versions)
+        script = "".join(
+            f"{v} {{ global: {' '.join(n + ';' for n, _, sv in symbols if sv == v)} }};\n" for v in versions
+        )
         (work / "versions.map").write_text(script)
         cmd[1:1] = ["--version-script", str(work / "versions.map")]
     subprocess.run(cmd, check=True)

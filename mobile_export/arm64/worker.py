@@ -37,13 +37,19 @@ def main() -> int:
                 import executorch.runtime  # noqa: F401  the imports the runners make
                 import onnxruntime
 
-                value = {"executorch": version("executorch"), "onnxruntime": onnxruntime.__version__,
-                         "torch": version("torch").split("+")[0], "machine": os.uname().machine}
+                value = {
+                    "executorch": version("executorch"),
+                    "onnxruntime": onnxruntime.__version__,
+                    "torch": version("torch").split("+")[0],
+                    "machine": os.uname().machine,
+                }
             else:
                 raise ValueError(f"unknown request {op!r}")
             write_message(replies, ("ok", value))
         except Exception as exc:  # the host turns it into a one-line error naming the CPU model
-            write_message(replies, ("error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]))
+            write_message(
+                replies, ("error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
+            )
 
 
 if __name__ == "__main__":

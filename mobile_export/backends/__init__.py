@@ -38,29 +38,39 @@ class BackendInfo:
 
 BACKENDS: dict[Backend, BackendInfo] = {
     Backend.EXECUTORCH: BackendInfo(
-        backend=Backend.EXECUTORCH, file_name="model.pte", module="mobile_export.backends.executorch",
+        backend=Backend.EXECUTORCH,
+        file_name="model.pte",
+        module="mobile_export.backends.executorch",
         runtime="ExecuTorch runtime, XNNPACK delegate",
         runtime_modules=("executorch.runtime", "executorch.kernels.quantized"),  # + embedding_4bit (int4 tables)
         quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=False,
         notes="batch fixed at 1 (ExecuTorch plans memory for the upper bound of every dynamic dim); "
-              "sequence length dynamic from 2 to the max length",
+        "sequence length dynamic from 2 to the max length",
     ),
     Backend.ONNX: BackendInfo(
-        backend=Backend.ONNX, file_name="model.onnx", module="mobile_export.backends.onnx",
-        runtime="ONNX Runtime (CPU)", runtime_modules=("onnxruntime",), quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
+        backend=Backend.ONNX,
+        file_name="model.onnx",
+        module="mobile_export.backends.onnx",
+        runtime="ONNX Runtime (CPU)",
+        runtime_modules=("onnxruntime",),
+        quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
-              "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
+        "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
         data_files=("model.onnx.data",),
     ),
     Backend.ORT: BackendInfo(
-        backend=Backend.ORT, file_name="model.ort", module="mobile_export.backends.ort",
-        runtime="ONNX Runtime (CPU), ORT format", runtime_modules=("onnxruntime",),
+        backend=Backend.ORT,
+        file_name="model.ort",
+        module="mobile_export.backends.ort",
+        runtime="ONNX Runtime (CPU), ORT format",
+        runtime_modules=("onnxruntime",),
         # not int4: the ORT format of ONNX Runtime 1.32 has no INT4 tensor type (the 4-bit word table)
-        quants=frozenset({Quant.INT8, Quant.FP32}), dynamic_batch=True,
+        quants=frozenset({Quant.INT8, Quant.FP32}),
+        dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
-              "no x86-only layouts); opt-in with --backend ort",
+        "no x86-only layouts); opt-in with --backend ort",
     ),
 }
 
@@ -86,8 +96,7 @@ def for_path(path: str | os.PathLike) -> Backend:
     for backend, info in BACKENDS.items():
         if Path(info.file_name).suffix == suffix:
             return backend
-    raise BadInputError(f"{Path(path).name}: mobile-export reads {suffix_list()} files; got "
-                        f"'{suffix or 'no suffix'}'")
+    raise BadInputError(f"{Path(path).name}: mobile-export reads {suffix_list()} files; got '{suffix or 'no suffix'}'")
 
 
 def check_supported(backend: Backend, quant: Quant) -> None:
@@ -97,7 +106,9 @@ def check_supported(backend: Backend, quant: Quant) -> None:
         offered = ", ".join(sorted(q.value for q in info.quants))
         others = [b.value for b, i in BACKENDS.items() if quant in i.quants]
         hint = f"; --quant {quant.value} is offered by --backend {' / '.join(others)}" if others else ""
-        raise UnsupportedError(f"backend {backend.value} does not offer --quant {quant.value}; it offers: {offered}{hint}")
+        raise UnsupportedError(
+            f"backend {backend.value} does not offer --quant {quant.value}; it offers: {offered}{hint}"
+        )
 
 
 def load(backend: Backend) -> Format:
@@ -129,19 +140,24 @@ def open_artifact(path: str | os.PathLike) -> tuple[Backend, Path]:
     """
     p = Path(path)
     if not p.exists():
-        raise ArtifactLoadError(f"{p} does not exist{' (a broken symlink)' if p.is_symlink() else ''}; "
-                                f"pass {suffix_list()} files written by mobile-export export")
+        raise ArtifactLoadError(
+            f"{p} does not exist{' (a broken symlink)' if p.is_symlink() else ''}; "
+            f"pass {suffix_list()} files written by mobile-export export"
+        )
     backend = for_path(p)
     real = p.resolve()
     shown = f"{p.name} (a symlink to {real})" if p.is_symlink() else p.name
     if not real.is_file():
-        raise ArtifactLoadError(f"{shown} is not a regular file; pass the {Path(BACKENDS[backend].file_name).suffix} "
-                                "file itself")
+        raise ArtifactLoadError(
+            f"{shown} is not a regular file; pass the {Path(BACKENDS[backend].file_name).suffix} file itself"
+        )
     size = real.stat().st_size
     if size == 0:
         raise ArtifactLoadError(f"{shown} is empty (0 bytes), e.g. a failed download or copy; export it again")
     if size > MAX_ARTIFACT_BYTES:
-        raise ArtifactLoadError(f"{shown} is {size:,} bytes, over the {MAX_ARTIFACT_BYTES:,}-byte limit for an "
-                                "ALBERT export; pass an artifact written by mobile-export export")
+        raise ArtifactLoadError(
+            f"{shown} is {size:,} bytes, over the {MAX_ARTIFACT_BYTES:,}-byte limit for an "
+            "ALBERT export; pass an artifact written by mobile-export export"
+        )
     load(backend).check(real, shown)
     return backend, real

@@ -55,8 +55,10 @@ class DelegateCoverage:
     def summary(self) -> str:
         """One line for a report."""
         moves = len(self.ops_outside_delegate) - len(self.compute_ops_outside_delegate)
-        return (f"{self.xnnpack_calls} XNNPACK calls; outside: {len(self.compute_ops_outside_delegate)} compute, "
-                f"{moves} data-movement ops")
+        return (
+            f"{self.xnnpack_calls} XNNPACK calls; outside: {len(self.compute_ops_outside_delegate)} compute, "
+            f"{moves} data-movement ops"
+        )
 
 
 Coverage = MatmulCoverage | DelegateCoverage
@@ -65,11 +67,19 @@ Coverage = MatmulCoverage | DelegateCoverage
 def coverage_from_dict(data: dict[str, Any], quant: str | None) -> Coverage:
     """The typed coverage of a report.json entry (``quant``: the artifact's, for entries written without it)."""
     if "xnnpack_calls" in data:
-        return DelegateCoverage(int(data["xnnpack_calls"]), tuple(data.get("ops_outside_delegate", ())),
-                                tuple(data.get("compute_ops_outside_delegate", ())), tuple(data.get("problems", ())))
-    return MatmulCoverage(Quant(data.get("quant") or quant or "int8"), int(data["quantized_weight_matmuls"]),
-                          int(data["fp32_weight_matmuls"]), tuple(data.get("fp32_weight_matmul_nodes", ())),
-                          tuple(data.get("problems", ())))
+        return DelegateCoverage(
+            int(data["xnnpack_calls"]),
+            tuple(data.get("ops_outside_delegate", ())),
+            tuple(data.get("compute_ops_outside_delegate", ())),
+            tuple(data.get("problems", ())),
+        )
+    return MatmulCoverage(
+        Quant(data.get("quant") or quant or "int8"),
+        int(data["quantized_weight_matmuls"]),
+        int(data["fp32_weight_matmuls"]),
+        tuple(data.get("fp32_weight_matmul_nodes", ())),
+        tuple(data.get("problems", ())),
+    )
 
 
 class Format(Protocol):
@@ -81,9 +91,17 @@ class Format(Protocol):
         """The installed runtime's version."""
         ...
 
-    def export(self, wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict[str, Any],
-               quant: Quant, dest: Path, progress: Any, group_size: int | None = None,
-               int4_kernel: str | None = None) -> dict[str, Any]:
+    def export(
+        self,
+        wrapper: torch.nn.Module,
+        example: tuple[torch.Tensor, ...],
+        dynamic_shapes: dict[str, Any],
+        quant: Quant,
+        dest: Path,
+        progress: Any,
+        group_size: int | None = None,
+        int4_kernel: str | None = None,
+    ) -> dict[str, Any]:
         """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json)."""
         ...
 
@@ -120,5 +138,16 @@ class Format(Protocol):
         ...
 
 
-CONTRACT = ("Runner", "runtime_version", "export", "files", "blobs", "stored_quant", "int4_group_size",
-            "memory_sharing", "coverage", "check", "usage")
+CONTRACT = (
+    "Runner",
+    "runtime_version",
+    "export",
+    "files",
+    "blobs",
+    "stored_quant",
+    "int4_group_size",
+    "memory_sharing",
+    "coverage",
+    "check",
+    "usage",
+)

@@ -75,8 +75,10 @@ def write_split(split: str, dest: Path, limit: int | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m mobile_export.demo.data",
-                                description="Write one split of the demo review corpus as label<TAB>text lines.")
+    p = argparse.ArgumentParser(
+        prog="python -m mobile_export.demo.data",
+        description="Write one split of the demo review corpus as label<TAB>text lines.",
+    )
     p.add_argument("--split", default="test", choices=["train", "validation", "test"])
     p.add_argument("--out", required=True)
     p.add_argument("--limit", type=int)

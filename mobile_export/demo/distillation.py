@@ -19,13 +19,19 @@ def augment_text(text: str, rng: random.Random, crop: float = 0.3, mask: float =
     if crop and len(text) > 4 and rng.random() < crop:
         n = rng.randint(max(2, len(text) // 3), len(text))
         start = rng.randint(0, len(text) - n)
-        text = text[start:start + n]
+        text = text[start : start + n]
     return "".join(MASK_CHAR if not ch.isspace() and rng.random() < mask else ch for ch in text)
 
 
-def teacher_probs(rows: list[tuple[str, int]], seed: int, ngram: int = 3, c: float = 4.0,
-                   window: int | None = None, folds: int = 5,
-                   extra: list[list[str]] | None = None) -> tuple[list[list[float]], list[list[list[float]]]]:
+def teacher_probs(
+    rows: list[tuple[str, int]],
+    seed: int,
+    ngram: int = 3,
+    c: float = 4.0,
+    window: int | None = None,
+    folds: int = 5,
+    extra: list[list[str]] | None = None,
+) -> tuple[list[list[float]], list[list[list[float]]]]:
     """Out-of-fold [p(negative), p(positive)] for each training review from a char n-gram TF-IDF + LR.
 
     ``window``: the teacher reads only the first ``window`` characters (what the student sees).
@@ -58,18 +64,23 @@ def attach_teacher(a, splits, train_rows, tok) -> list:
     """The training rows with the out-of-fold teacher's probabilities, plus the augmented copies."""
     window = a.max_len - 2 if a.teacher_window else None
     aug_rng = random.Random(a.seed)
-    extra_texts = [[augment_text(t, aug_rng) for _ in range(a.augment)] for t, _ in splits["train"]] \
-        if a.augment else None
-    teacher, extra_probs = teacher_probs(splits["train"], a.seed, a.teacher_ngram, a.teacher_c, window,
-                                          extra=extra_texts)
+    extra_texts = (
+        [[augment_text(t, aug_rng) for _ in range(a.augment)] for t, _ in splits["train"]] if a.augment else None
+    )
+    teacher, extra_probs = teacher_probs(
+        splits["train"], a.seed, a.teacher_ngram, a.teacher_c, window, extra=extra_texts
+    )
     rows = [(ids, y, tuple(pr)) for (ids, y), pr in zip(train_rows, teacher)]
-    print(f"teacher (out-of-fold) accuracy on train: "
-          f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
-          flush=True)
+    print(
+        f"teacher (out-of-fold) accuracy on train: "
+        f"{sum(int((pr[1] > 0.5) == (y == 1)) for (_, y), pr in zip(splits['train'], teacher)) / len(teacher):.4f}",
+        flush=True,
+    )
     if a.augment and extra_texts is not None:
         # label -1: no hard label, the loss is the teacher's soft labels alone
-        copies = encode(tok, [(t.replace(MASK_CHAR, tok.mask_token), -1) for texts in extra_texts for t in texts],
-                         a.max_len)
+        copies = encode(
+            tok, [(t.replace(MASK_CHAR, tok.mask_token), -1) for texts in extra_texts for t in texts], a.max_len
+        )
         probs = [pr for per_review in extra_probs for pr in per_review]
         rows += [(ids, y, tuple(pr)) for (ids, y), pr in zip(copies, probs)]
         print(f"augmented copies: {len(copies)}", flush=True)

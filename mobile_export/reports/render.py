@@ -4,14 +4,13 @@ both from ``DIR/report.json``."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import math
 from pathlib import Path
 
 from ..errors import BadInputError
+from .charts import plots
 from ..figures import mib
 from ..fsutil import sha256_file, write_bytes
 from ..size import GROUPS
@@ -34,11 +33,24 @@ def _artifact_rows(report: dict) -> list[list[str]]:
     for a in report["artifacts"]:
         p = a["parity"]
         acc = "n/a" if p.get("accuracy") is None else f"{p['accuracy']:.2%} (fp32 {p['reference_accuracy']:.2%})"
-        rows.append([a["file"], a.get("quant", "?"), f"{a['bytes']:,}", _num(p["max_abs_diff"]),
-                     _num(p["mean_abs_diff"]), _num(p["sqnr_db"], ".1f"), _num(p.get("min_example_sqnr_db"), ".1f"),
-                     _num(p["min_cosine"], ".5f"), _pct(p["agreement"]), _pct(p.get("decisive_agreement")),
-                     str(p.get("near_ties", "n/a")), _coverage(p.get("coverage"), a.get("quant")), acc,
-                     "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"])])
+        rows.append(
+            [
+                a["file"],
+                a.get("quant", "?"),
+                f"{a['bytes']:,}",
+                _num(p["max_abs_diff"]),
+                _num(p["mean_abs_diff"]),
+                _num(p["sqnr_db"], ".1f"),
+                _num(p.get("min_example_sqnr_db"), ".1f"),
+                _num(p["min_cosine"], ".5f"),
+                _pct(p["agreement"]),
+                _pct(p.get("decisive_agreement")),
+                str(p.get("near_ties", "n/a")),
+                _coverage(p.get("coverage"), a.get("quant")),
+                acc,
+                "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"]),
+            ]
+        )
     return rows
 
 
@@ -48,8 +60,22 @@ def _coverage(c: dict | None, quant: str | None) -> str:
     return coverage_from_dict(c, quant).summary() if c else "n/a"
 
 
-HEAD = ["artifact", "quant", "bytes", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB", "min cosine",
-        "raw top-1 agreement", "decisive agreement", "near-ties", "coverage", "accuracy", "verdict"]
+HEAD = [
+    "artifact",
+    "quant",
+    "bytes",
+    "max abs diff",
+    "mean abs diff",
+    "SQNR dB",
+    "min example SQNR dB",
+    "min cosine",
+    "raw top-1 agreement",
+    "decisive agreement",
+    "near-ties",
+    "coverage",
+    "accuracy",
+    "verdict",
+]
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -62,31 +88,91 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) tables shared by the Markdown and HTML reports."""
     out = [("Parity against the fp32 PyTorch reference", HEAD, _artifact_rows(report))]
     for a in report["artifacts"]:
-        rows = [[b["bucket"], str(b["examples"]), _num(b["max_abs_diff"]), _num(b["mean_abs_diff"]),
-                 _num(b["sqnr_db"], ".1f"), _num(b.get("min_example_sqnr_db"), ".1f"), _pct(b["agreement"]),
-                 _pct(b.get("decisive_agreement")), str(b.get("near_ties", "n/a")), "yes" if b.get("gated") else "no"]
-                for b in a["parity"].get("by_length", [])]
+        rows = [
+            [
+                b["bucket"],
+                str(b["examples"]),
+                _num(b["max_abs_diff"]),
+                _num(b["mean_abs_diff"]),
+                _num(b["sqnr_db"], ".1f"),
+                _num(b.get("min_example_sqnr_db"), ".1f"),
+                _pct(b["agreement"]),
+                _pct(b.get("decisive_agreement")),
+                str(b.get("near_ties", "n/a")),
+                "yes" if b.get("gated") else "no",
+            ]
+            for b in a["parity"].get("by_length", [])
+        ]
         if rows:
-            out.append((f"{a['file']}: by sequence length (tokens)",
-                        ["tokens", "examples", "max abs diff", "mean abs diff", "SQNR dB", "min example SQNR dB",
-                         "raw agreement", "decisive agreement", "near-ties", "gated"], rows))
-    isa = [[a["file"], e["cpu"], _num(e["max_abs_diff"]), _num(e["sqnr_db"], ".1f"), _num(e["min_example_sqnr_db"], ".1f"),
-            _pct(e["decisive_agreement"]), _pct(e["accuracy"]), _num(e["vs_host"]["max_abs_diff"]),
-            _pct(e["vs_host"]["decisive_agreement"]), _pct(e["vs_host"]["agreement"]),
-            "pass" if e["passed"] else "FAIL: " + "; ".join(e["failures"])]
-           for a in report["artifacts"] for e in a["parity"].get("isa", [])]
+            out.append(
+                (
+                    f"{a['file']}: by sequence length (tokens)",
+                    [
+                        "tokens",
+                        "examples",
+                        "max abs diff",
+                        "mean abs diff",
+                        "SQNR dB",
+                        "min example SQNR dB",
+                        "raw agreement",
+                        "decisive agreement",
+                        "near-ties",
+                        "gated",
+                    ],
+                    rows,
+                )
+            )
+    isa = [
+        [
+            a["file"],
+            e["cpu"],
+            _num(e["max_abs_diff"]),
+            _num(e["sqnr_db"], ".1f"),
+            _num(e["min_example_sqnr_db"], ".1f"),
+            _pct(e["decisive_agreement"]),
+            _pct(e["accuracy"]),
+            _num(e["vs_host"]["max_abs_diff"]),
+            _pct(e["vs_host"]["decisive_agreement"]),
+            _pct(e["vs_host"]["agreement"]),
+            "pass" if e["passed"] else "FAIL: " + "; ".join(e["failures"]),
+        ]
+        for a in report["artifacts"]
+        for e in a["parity"].get("isa", [])
+    ]
     if isa:
-        out.append(("On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)",
-                    ["artifact", "CPU model", "max abs diff", "SQNR dB", "min example SQNR dB", "decisive agreement",
-                     "accuracy", "max abs diff vs this machine", "decisive agreement vs this machine",
-                     "raw agreement vs this machine", "verdict"], isa))
+        out.append(
+            (
+                "On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)",
+                [
+                    "artifact",
+                    "CPU model",
+                    "max abs diff",
+                    "SQNR dB",
+                    "min example SQNR dB",
+                    "decisive agreement",
+                    "accuracy",
+                    "max abs diff vs this machine",
+                    "decisive agreement vs this machine",
+                    "raw agreement vs this machine",
+                    "verdict",
+                ],
+                isa,
+            )
+        )
     cross = report.get("cross_runtime") or []
     if cross:
-        out.append(("Across runtimes", ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
-                    [[c["a"], c["b"], _pct(c["agreement"]), str(c["decisions"]), _num(c["max_abs_diff"])]
-                     for c in cross]))
-    worst = [[a["file"], str(w["length"]), _num(w["max_abs_diff"]), w["text"][:120]]
-             for a in report["artifacts"] for w in a["parity"].get("worst", [])]
+        out.append(
+            (
+                "Across runtimes",
+                ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
+                [[c["a"], c["b"], _pct(c["agreement"]), str(c["decisions"]), _num(c["max_abs_diff"])] for c in cross],
+            )
+        )
+    worst = [
+        [a["file"], str(w["length"]), _num(w["max_abs_diff"]), w["text"][:120]]
+        for a in report["artifacts"]
+        for w in a["parity"].get("worst", [])
+    ]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
     sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
@@ -94,14 +180,20 @@ def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         rows = [[g] + [f"{a['size']['groups'][g]:,}" for a in sizes] for g in GROUPS]
         rows.append(["format overhead"] + [f"{a['size']['overhead_bytes']:,}" for a in sizes])
         rows.append(["deflate-compressed"] + [f"{a['size']['deflate_bytes']:,}" for a in sizes])
-        rows.append(["sharing on disk"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes])
+        rows.append(
+            ["sharing on disk"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes]
+        )
         if all(a["size"].get("memory_sharing_preserved") is not None for a in sizes):
-            rows.append(["sharing in RAM"] + ["preserved" if a["size"]["memory_sharing_preserved"] else "NOT preserved"
-                                              for a in sizes])
+            rows.append(
+                ["sharing in RAM"]
+                + ["preserved" if a["size"]["memory_sharing_preserved"] else "NOT preserved" for a in sizes]
+            )
         mem = [a["size"].get("memory") for a in sizes]
         if all(mem):
             rows.append(["model RAM (load + run)"] + [mib(m["model_rss_bytes"]) for m in mem])
-            rows.append(["RAM / file"] + [f"{m['model_rss_bytes'] / a['size']['bytes']:.2f}x" for m, a in zip(mem, sizes)])
+            rows.append(
+                ["RAM / file"] + [f"{m['model_rss_bytes'] / a['size']['bytes']:.2f}x" for m, a in zip(mem, sizes)]
+            )
             rows.append(["process peak RSS"] + [mib(m["peak_rss_bytes"], 0) for m in mem])
         out.append(("Size (bytes)", ["part"] + [a["file"] for a in sizes], rows))
     return out
@@ -111,17 +203,24 @@ def _summary_lines(report: dict) -> list[str]:
     m = report.get("model", {})
     t = report["artifacts"][0]["parity"]["thresholds"] if report["artifacts"] else {}
     data = report.get("parity_data", {})
-    lines = [f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
-             f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled"
-             + (f", {data['blank_lines_skipped']} blank lines skipped" if data.get("blank_lines_skipped") else "") + ")",
-             f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
-             f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
-             f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**"]
+    lines = [
+        f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
+        f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled"
+        + (f", {data['blank_lines_skipped']} blank lines skipped" if data.get("blank_lines_skipped") else "")
+        + ")",
+        f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
+        f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
+        f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**",
+    ]
     gates = sorted({g for a in report["artifacts"] for g in a["parity"].get("gates", [])}, key=str)
     lines += [f"- gate: {g}" for g in gates]
     v = report.get("versions", {})
-    lines.append("- versions: " + ", ".join(f"{k} {v[k]}" for k in ("mobile-export", "torch", "executorch",
-                                                                       "onnxruntime", "transformers") if v.get(k)))
+    lines.append(
+        "- versions: "
+        + ", ".join(
+            f"{k} {v[k]}" for k in ("mobile-export", "torch", "executorch", "onnxruntime", "transformers") if v.get(k)
+        )
+    )
     return lines
 
 
@@ -130,67 +229,6 @@ def markdown(report: dict) -> str:
     for title, head, rows in _sections(report):
         out += [f"## {title}", "", _md_table(head, rows), ""]
     return "\n".join(out)
-
-
-def _figure_png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def plots(report: dict) -> list[tuple[str, str]]:
-    """(caption, data URI) for each plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = []
-    for a in report["artifacts"]:
-        pd = a.get("plot") or {}
-        if pd.get("reference"):
-            fig, ax = plt.subplots(figsize=(4.2, 4))
-            ax.scatter(pd["reference"], pd["artifact"], s=4, alpha=0.5)
-            lo = min(min(pd["reference"]), min(pd["artifact"]))
-            hi = max(max(pd["reference"]), max(pd["artifact"]))
-            ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
-            ax.set_xlabel("fp32 PyTorch output")
-            ax.set_ylabel(f"{a['file']} output")
-            ax.set_title(f"{a['file']}: outputs vs fp32")
-            out.append((f"{a['file']}: artifact vs fp32 output values (sample of {len(pd['reference'])})", _figure_png(fig)))
-            diffs = [abs(x - y) for x, y in zip(pd["reference"], pd["artifact"])]
-            fig, ax = plt.subplots(figsize=(4.2, 3.2))
-            ax.hist(diffs, bins=40)
-            ax.set_xlabel("|artifact - fp32|")
-            ax.set_ylabel("values")
-            ax.set_title(f"{a['file']}: error histogram")
-            out.append((f"{a['file']}: distribution of absolute errors", _figure_png(fig)))
-        if pd.get("per_example"):
-            fig, ax = plt.subplots(figsize=(4.2, 3.2))
-            xs, ys = zip(*pd["per_example"])
-            ax.scatter(xs, ys, s=6, alpha=0.6)
-            ax.set_xlabel("sequence length (tokens)")
-            ax.set_ylabel("max |diff| in the example")
-            ax.set_title(f"{a['file']}: error by length")
-            out.append((f"{a['file']}: per-example max error by sequence length", _figure_png(fig)))
-    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
-    if sizes:
-        fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sizes)))
-        for i, a in enumerate(sizes):
-            left = 0
-            parts = [(g, a["size"]["groups"][g]) for g in GROUPS] + [("format overhead", a["size"]["overhead_bytes"])]
-            for j, (g, v) in enumerate(parts):
-                ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
-                left += v / 2**20
-        ax.set_yticks(range(len(sizes)), [a["file"] for a in sizes])
-        ax.set_xlabel("MiB")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
-        ax.set_title("size breakdown")
-        out.append(("size breakdown by part of the model", _figure_png(fig)))
-    return out
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;
@@ -202,11 +240,17 @@ figcaption{font-size:12px;color:#555}"""
 def html_report(report: dict) -> str:
     e = html.escape
     verdict = "pass" if report.get("passed") else "fail"
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             "<title>mobile-export parity report</title>", f"<style>{CSS}</style></head><body>",
-             "<h1>mobile-export parity report</h1>", "<ul>"]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>mobile-export parity report</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>mobile-export parity report</h1>",
+        "<ul>",
+    ]
     for line in _summary_lines(report):
-        text = e(line[2:]).replace("**PASS**", "<b class='pass'>PASS</b>").replace("**FAIL**", "<b class='fail'>FAIL</b>")
+        text = (
+            e(line[2:]).replace("**PASS**", "<b class='pass'>PASS</b>").replace("**FAIL**", "<b class='fail'>FAIL</b>")
+        )
         parts.append(f"<li>{text.replace('`', '')}</li>")
     parts.append(f"</ul><p id='verdict' class='{verdict}'>verdict: {verdict.upper()}</p>")
     for title, head, rows in _sections(report):
@@ -220,9 +264,11 @@ def html_report(report: dict) -> str:
         for caption, uri in figs:
             parts.append(f"<figure><img src='{uri}' alt='{e(caption)}'><figcaption>{e(caption)}</figcaption></figure>")
     # Marks the page once loaded: "ok" when every plot decoded (checked by the headless-browser test).
-    parts.append("<script>window.addEventListener('load',function(){var bad=0;for(var i=0;i<document.images.length;"
-                 "i++){var im=document.images[i];if(!(im.complete&&im.naturalWidth>0))bad++;}"
-                 "document.body.setAttribute('data-rendered',bad?'broken:'+bad:'ok');});</script>")
+    parts.append(
+        "<script>window.addEventListener('load',function(){var bad=0;for(var i=0;i<document.images.length;"
+        "i++){var im=document.images[i];if(!(im.complete&&im.naturalWidth>0))bad++;}"
+        "document.body.setAttribute('data-rendered',bad?'broken:'+bad:'ok');});</script>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -249,30 +295,38 @@ def regenerate(folder: Path) -> list[str]:
         actual = sha256_file(f) if f.is_file() else None
         if f.exists() and actual != digest:
             found = f"the file's {actual[:12]}..." if actual else "not a regular file"
-            raise BadInputError(f"{path} describes a different {f.name} (sha256 {digest[:12]}..., {found}); "
-                                "re-run the export or parity command")
+            raise BadInputError(
+                f"{path} describes a different {f.name} (sha256 {digest[:12]}..., {found}); "
+                "re-run the export or parity command"
+            )
     return write_reports(report, folder)
 
 
 def summary(report: dict) -> str:
     """The plain-text table the CLI prints after export and parity."""
-    lines = [f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
-             f"{'accuracy':>15} {'ms/text':>8}  verdict"]
+    lines = [
+        f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
+        f"{'accuracy':>15} {'ms/text':>8}  verdict"
+    ]
     for a in report["artifacts"]:
         p = a["parity"]
         agree = "n/a" if p.get("decisive_agreement") is None else f"{p['decisive_agreement']:.1%}"
         acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
         ms = a["stats"].get("parity_latency_ms", {}).get("median")
-        lines.append(f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
-                     f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}")
+        lines.append(
+            f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
+            f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}"
+        )
         for e in p.get("isa", []):
             agree = "n/a" if e["decisive_agreement"] is None else f"{e['decisive_agreement']:.1%}"
             acc = "n/a" if e["accuracy"] is None else f"{e['accuracy']:.2%}"
             vs = e["vs_host"]
             same = "n/a" if vs["agreement"] is None else f"{vs['agreement']:.1%}"
-            lines.append(f"  {e['cpu']:<16} {'':>12} {e['max_abs_diff']:>10.3g} {e['sqnr_db']:>8.1f} {agree:>7} "
-                         f"{acc:>15} {'':>8}  {'pass' if e['passed'] else 'FAIL'} (vs this machine: max|diff| "
-                         f"{vs['max_abs_diff']:.3g}, top-1 {same})")
+            lines.append(
+                f"  {e['cpu']:<16} {'':>12} {e['max_abs_diff']:>10.3g} {e['sqnr_db']:>8.1f} {agree:>7} "
+                f"{acc:>15} {'':>8}  {'pass' if e['passed'] else 'FAIL'} (vs this machine: max|diff| "
+                f"{vs['max_abs_diff']:.3g}, top-1 {same})"
+            )
     ties = [a["parity"].get("near_ties") for a in report["artifacts"] if a["parity"].get("agreement") is not None]
     if ties:
         lines.append(f"agree: decisive top-1 agreement (near-ties left out: {', '.join(map(str, ties))})")
@@ -284,16 +338,26 @@ def summary(report: dict) -> str:
             continue
         mem = s.get("memory")
         shared = s.get("sharing_preserved")
-        lines.append(f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
-                     f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
-                     + (f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
-                        if mem else "")
-                     + (f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
-                        if s.get("memory_sharing_preserved") is not None else ""))
+        lines.append(
+            f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
+            f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
+            + (
+                f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
+                if mem
+                else ""
+            )
+            + (
+                f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
+                if s.get("memory_sharing_preserved") is not None
+                else ""
+            )
+        )
     if report.get("budget"):
         b = report["budget"]
-        lines.append(f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
-                     f"{'within' if report['within_budget'] else 'OVER'}")
+        lines.append(
+            f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
+            f"{'within' if report['within_budget'] else 'OVER'}"
+        )
     for c in report.get("cross_runtime", []) if report.get("tool") == "mobile-export parity" else []:
         agree = "n/a" if c["agreement"] is None else f"{c['agreement']:.2%}"
         lines.append(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")

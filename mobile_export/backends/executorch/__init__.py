@@ -7,16 +7,42 @@ user's file is sound (``validation``) and running it (``runner``). ExecuTorch is
 
 from __future__ import annotations
 
-from .convention import CALLING_CONVENTION, EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD, usage
+from .convention import (
+    CALLING_CONVENTION,
+    EMBED_METHOD,
+    GROUP_METHOD,
+    HEAD_METHOD,
+    INT4_TABLE_OP,
+    SCHEDULE_METHOD,
+    usage,
+)
 from .inspection import coverage, int4_group_size, int4_weight_group_sizes, memory_sharing, stored_quant
 from .layout import blobs, files, share_stored_bytes
 from .lowering import export
 from .runner import Runner
 from .validation import check
 
-__all__ = ["CALLING_CONVENTION", "EMBED_METHOD", "GROUP_METHOD", "HEAD_METHOD", "INT4_TABLE_OP", "SCHEDULE_METHOD",
-           "Runner", "blobs", "check", "coverage", "export", "files", "int4_group_size", "int4_weight_group_sizes",
-           "memory_sharing", "runtime_version", "share_stored_bytes", "stored_quant", "usage"]
+__all__ = [
+    "CALLING_CONVENTION",
+    "EMBED_METHOD",
+    "GROUP_METHOD",
+    "HEAD_METHOD",
+    "INT4_TABLE_OP",
+    "SCHEDULE_METHOD",
+    "Runner",
+    "blobs",
+    "check",
+    "coverage",
+    "export",
+    "files",
+    "int4_group_size",
+    "int4_weight_group_sizes",
+    "memory_sharing",
+    "runtime_version",
+    "share_stored_bytes",
+    "stored_quant",
+    "usage",
+]
 
 
 def runtime_version() -> str:

@@ -14,21 +14,30 @@ CALLING_CONVENTION = {
     "name": "albert-layer-loop/1",
     "methods": {
         EMBED_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> (hidden float32 [1, S, 1, H], "
-                      "mask float32 [1, 1, S] additive)",
+        "mask float32 [1, 1, S] additive)",
         GROUP_METHOD.format("G"): "(hidden, mask) -> hidden: layer group G (ALBERT's shared layer)",
         HEAD_METHOD: "(hidden) -> the task's outputs",
         SCHEDULE_METHOD: "() -> one int per layer: which layer_group_G runs at that depth",
     },
     "loop": "hidden, mask = embed(ids, mask, types); for g in layer_schedule(): hidden = layer_group_g(hidden, mask); "
-            "outputs = head(hidden)",
+    "outputs = head(hidden)",
     "why": "every method's XNNPACK weights are packed once when the method loads: one method per shared layer "
-           "keeps one packed copy in RAM however many layers run",
+    "keeps one packed copy in RAM however many layers run",
 }
 
 
 def usage(stats: dict) -> dict:
     """How an app loads and calls this export's .pte (recorded in manifest.json)."""
-    return {"load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
-            "calling_convention": CALLING_CONVENTION, "layer_schedule": stats.get("layer_schedule"),
-            **({"kernels": f"{INT4_TABLE_OP} (ExecuTorch's quantized kernel library: executorch-android links it; "
-                           "a custom runtime build must keep it)"} if stats.get("int4") else {})}
+    return {
+        "load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
+        "calling_convention": CALLING_CONVENTION,
+        "layer_schedule": stats.get("layer_schedule"),
+        **(
+            {
+                "kernels": f"{INT4_TABLE_OP} (ExecuTorch's quantized kernel library: executorch-android links it; "
+                "a custom runtime build must keep it)"
+            }
+            if stats.get("int4")
+            else {}
+        ),
+    }

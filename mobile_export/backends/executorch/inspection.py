@@ -14,13 +14,28 @@ from .serializer import decompile_flatbuffer, read_program
 # Operators an export may run outside the XNNPACK delegate: table lookups, shape queries and copies
 # that move or reshape data without arithmetic. Any other operator outside the delegate is compute
 # that falls back to ExecuTorch's portable kernels (slow, and unquantized in an int8 artifact).
-OUTSIDE_DELEGATE_ALLOWED = frozenset({
-    "aten::embedding", "aten::sym_size", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::view_copy",
-    "aten::slice_copy", "aten::select_copy", "aten::expand_copy", "aten::permute_copy", "aten::clone",
-    "dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order", "aten::_to_copy",
-    "executorch_prim::et_view", "aten::split_with_sizes_copy", "aten::split_copy", "aten::unbind_copy",
-    "quantized_decomposed::embedding_4bit",  # the 4-bit word table's lookup (int4)
-})
+OUTSIDE_DELEGATE_ALLOWED = frozenset(
+    {
+        "aten::embedding",
+        "aten::sym_size",
+        "aten::unsqueeze_copy",
+        "aten::squeeze_copy",
+        "aten::view_copy",
+        "aten::slice_copy",
+        "aten::select_copy",
+        "aten::expand_copy",
+        "aten::permute_copy",
+        "aten::clone",
+        "dim_order_ops::_to_dim_order_copy",
+        "dim_order_ops::_clone_dim_order",
+        "aten::_to_copy",
+        "executorch_prim::et_view",
+        "aten::split_with_sizes_copy",
+        "aten::split_copy",
+        "aten::unbind_copy",
+        "quantized_decomposed::embedding_4bit",  # the 4-bit word table's lookup (int4)
+    }
+)
 
 
 def coverage(path: Path, quant: Quant) -> DelegateCoverage:
@@ -36,8 +51,10 @@ def coverage(path: Path, quant: Quant) -> DelegateCoverage:
     compute = sorted(op for op in outside if op not in OUTSIDE_DELEGATE_ALLOWED)
     problems = []
     if compute:
-        problems.append(f"{len(compute)} compute operator(s) run outside the XNNPACK delegate "
-                        f"({', '.join(f'{op} in {outside[op][0]}' for op in compute[:4])})")
+        problems.append(
+            f"{len(compute)} compute operator(s) run outside the XNNPACK delegate "
+            f"({', '.join(f'{op} in {outside[op][0]}' for op in compute[:4])})"
+        )
     return DelegateCoverage(delegates, tuple(sorted(outside)), tuple(compute), tuple(problems))
 
 
@@ -92,13 +109,15 @@ def _xnnpack_graph(blob: bytes) -> dict:
     from executorch.backends.xnnpack.serialization import xnnpack_graph_serialize
     from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import XNNHeader
 
-    header = XNNHeader.from_bytes(blob[:XNNHeader.EXPECTED_LENGTH])
-    payload = blob[header.flatbuffer_offset:header.flatbuffer_offset + header.flatbuffer_size]
+    header = XNNHeader.from_bytes(blob[: XNNHeader.EXPECTED_LENGTH])
+    payload = blob[header.flatbuffer_offset : header.flatbuffer_offset + header.flatbuffer_size]
     with tempfile.TemporaryDirectory() as tmp:
         bin_path = os.path.join(tmp, "graph.bin")
         with open(bin_path, "wb") as f:
             f.write(payload)
-        decompile_flatbuffer(tmp, os.path.join(os.path.dirname(xnnpack_graph_serialize.__file__), "schema.fbs"), bin_path)
+        decompile_flatbuffer(
+            tmp, os.path.join(os.path.dirname(xnnpack_graph_serialize.__file__), "schema.fbs"), bin_path
+        )
         [out] = glob.glob(os.path.join(tmp, "*.json"))
         with open(out) as f:
             return json.load(f)
@@ -149,9 +168,11 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     stored = sum(sizes.values())
     packed = sum(sizes.get(k, 0) * (n - 1) for k, n in readers.items() if n > 1)
     if packed > 0.01 * stored:
-        return False, (f"NOT shared in RAM: {packed:,} B of stored weights are packed again by further XNNPACK "
-                       f"operators ({stored:,} B stored; unrolled layers each pack their own copy); re-export "
-                       "with this version")
+        return False, (
+            f"NOT shared in RAM: {packed:,} B of stored weights are packed again by further XNNPACK "
+            f"operators ({stored:,} B stored; unrolled layers each pack their own copy); re-export "
+            "with this version"
+        )
     names = {plan.name for plan in pte.program.execution_plan}
     how = " (the shared layer is its own method, run once per layer)" if SCHEDULE_METHOD in names else ""
     return True, f"shared in RAM: each stored weight is packed once{how}"

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import torch
 
-from .serializer import SEGMENT_ALIGNMENT, aligned, extended_header, program_of, program_table, read_program, with_program
+from .serializer import (
+    SEGMENT_ALIGNMENT,
+    aligned,
+    extended_header,
+    program_of,
+    program_table,
+    read_program,
+    with_program,
+)
 
 MAX_SEGMENT_ALIGNMENT = 4096
 
@@ -39,14 +47,14 @@ def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
     header = extended_header(data)
     if header is None or header.segment_base_offset == 0:
         return data, 0
-    program = program_of(data[:header.program_size])
+    program = program_of(data[: header.program_size])
     constants = program.constant_segment
     if not program.named_data or constants is None or not constants.offsets:
         return data, 0
     base, segments = header.segment_base_offset, program.segments
 
     def raw(segment) -> bytes:
-        return data[base + segment.offset:base + segment.offset + segment.size]
+        return data[base + segment.offset : base + segment.offset + segment.size]
 
     constant_bytes = raw(segments[constants.segment_index])
     starts = list(constants.offsets)
@@ -60,7 +68,7 @@ def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
         if not blob or index == constants.segment_index:
             continue
         for padded in range(len(blob), len(blob) + MAX_SEGMENT_ALIGNMENT):
-            hit = next((s for s in regions.get(padded, ()) if constant_bytes[s:s + len(blob)] == blob), None)
+            hit = next((s for s in regions.get(padded, ()) if constant_bytes[s : s + len(blob)] == blob), None)
             if hit is not None:
                 inside[index] = hit
                 break
@@ -76,8 +84,12 @@ def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
         placed[i] = len(body)
         body += raw(segments[i])
     constant_start = placed[constants.segment_index]
-    program.segments = [DataSegment(offset=constant_start + inside[i], size=s.size) if i in inside
-                        else DataSegment(offset=placed[i], size=s.size) for i, s in enumerate(segments)]
+    program.segments = [
+        DataSegment(offset=constant_start + inside[i], size=s.size)
+        if i in inside
+        else DataSegment(offset=placed[i], size=s.size)
+        for i, s in enumerate(segments)
+    ]
     out = with_program(program, bytes(body))
     return out, len(data) - len(out)
 
@@ -104,8 +116,11 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     see ``share_stored_bytes``, is the constant's bytes and is not counted again)."""
     pte = read_program(path)
     used = _constant_sizes(pte.program)
-    found = [bytes(c.storage)[:used.get(i, len(c.storage))] for i, c in enumerate(pte.program.constant_buffer)
-             if len(c.storage)]
+    found = [
+        bytes(c.storage)[: used.get(i, len(c.storage))]
+        for i, c in enumerate(pte.program.constant_buffer)
+        if len(c.storage)
+    ]
     graphs = sum(len(d.data) for d in pte.program.backend_delegate_data)
     if pte.named_data is None:
         return found, graphs

@@ -67,8 +67,16 @@ def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.M
     return methods, layer_schedule(friendly.model.config), rewritten
 
 
-def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str | None = None) -> dict:
+def export(
+    wrapper: torch.nn.Module,
+    example: tuple[torch.Tensor, ...],
+    dynamic_shapes: dict,
+    quant: Quant,
+    dest: Path,
+    progress,
+    group_size: int | None = None,
+    int4_kernel: str | None = None,
+) -> dict:
     """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
 
     int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
@@ -114,7 +122,9 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
                 programs[name] = torch.export.export(gm, examples[name], dynamic_shapes=dims[name], strict=False)
     with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
         edge = to_edge_transform_and_lower(
-            programs, partitioner=[XnnpackPartitioner()], compile_config=get_xnnpack_edge_compile_config(),
+            programs,
+            partitioner=[XnnpackPartitioner()],
+            compile_config=get_xnnpack_edge_compile_config(),
             constant_methods={SCHEDULE_METHOD: schedule},
         )
         program = edge.to_executorch(get_xnnpack_executorch_backend_config())
@@ -122,5 +132,11 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         data, shared = share_stored_bytes(program.buffer)
         dest.write_bytes(data)
     # delegate calls and the operators outside them are read from the written file (inspection.coverage)
-    return {"shared_stored_bytes": shared, "rewritten_for_xnnpack": rewritten, **({"int4": int4} if int4 else {}),
-            "methods": sorted(methods), "layer_schedule": schedule, "calling_convention": CALLING_CONVENTION["name"]}
+    return {
+        "shared_stored_bytes": shared,
+        "rewritten_for_xnnpack": rewritten,
+        **({"int4": int4} if int4 else {}),
+        "methods": sorted(methods),
+        "layer_schedule": schedule,
+        "calling_convention": CALLING_CONVENTION["name"],
+    }

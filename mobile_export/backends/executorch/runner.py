@@ -53,6 +53,7 @@ class Runner:
         from executorch.runtime import Runtime, Verification
 
         import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
+
         if threads:
             from executorch.extension.pybindings import portable_lib
 

@@ -48,8 +48,12 @@ def with_program(program: Any, segment_data: bytes) -> bytes:
     header_length = aligned_size(_ExtendedHeader.EXPECTED_LENGTH, flat.max_alignment)
     program_size = header_length + len(flat.data)
     segment_base = aligned_size(program_size, SEGMENT_ALIGNMENT)
-    new_header = pad_to(_ExtendedHeader(program_size=program_size, segment_base_offset=segment_base,
-                                        segment_data_size=len(segment_data)).to_bytes(), header_length)
+    new_header = pad_to(
+        _ExtendedHeader(
+            program_size=program_size, segment_base_offset=segment_base, segment_data_size=len(segment_data)
+        ).to_bytes(),
+        header_length,
+    )
     head = _insert_flatbuffer_header(flat.data, r"ET[0-9a-zA-Z][0-9a-zA-Z]", new_header)
     return head + b"\0" * (segment_base - len(head)) + bytes(segment_data)
 

@@ -22,22 +22,27 @@ def check(path: Path, shown: str) -> None:
         head = f.read(64)
     if head[4:8] != PTE_IDENTIFIER:
         hint = " (it looks like an ONNX model: rename it .onnx)" if head[:1] == b"\x08" else ""
-        raise ArtifactLoadError(f"{shown} is not an ExecuTorch program (no '{PTE_IDENTIFIER.decode()}' identifier "
-                                f"at byte 4){hint}; pass a .pte written by mobile-export export")
+        raise ArtifactLoadError(
+            f"{shown} is not an ExecuTorch program (no '{PTE_IDENTIFIER.decode()}' identifier "
+            f"at byte 4){hint}; pass a .pte written by mobile-export export"
+        )
     size = path.stat().st_size
     try:
         header = extended_header(head)
     except Exception:
         header = None
     if header is not None and header.segment_base_offset + header.segment_data_size > size:
-        raise ArtifactLoadError(f"{shown} is truncated: its data ends at byte "
-                                f"{header.segment_base_offset + header.segment_data_size:,} but the file has "
-                                f"{size:,}; download or export it again")
+        raise ArtifactLoadError(
+            f"{shown} is truncated: its data ends at byte "
+            f"{header.segment_base_offset + header.segment_data_size:,} but the file has "
+            f"{size:,}; download or export it again"
+        )
     try:
         pte = read_program(path)
     except Exception as exc:
-        raise ArtifactLoadError(f"{shown} is a damaged ExecuTorch program (it does not decode: "
-                                f"{type(exc).__name__}); export it again") from None
+        raise ArtifactLoadError(
+            f"{shown} is a damaged ExecuTorch program (it does not decode: {type(exc).__name__}); export it again"
+        ) from None
     plans = {plan.name: plan for plan in pte.program.execution_plan}
     entry = plans.get(EMBED_METHOD) or plans.get("forward")
     if entry is None or (EMBED_METHOD in plans and not {HEAD_METHOD, SCHEDULE_METHOD} <= set(plans)):
@@ -63,11 +68,14 @@ def _probe_load(path: Path, shown: str) -> None:
     if proc.returncode == 0:
         return
     if proc.returncode < 0:
-        raise ArtifactLoadError(f"{shown} crashed the ExecuTorch loader (signal {-proc.returncode}) in a checking "
-                                "process; the file is damaged: export it again")
+        raise ArtifactLoadError(
+            f"{shown} crashed the ExecuTorch loader (signal {-proc.returncode}) in a checking "
+            "process; the file is damaged: export it again"
+        )
     said = (proc.stdout.strip().splitlines() or ["no message"])[-1]
-    raise ArtifactLoadError(f"{shown} does not load in the ExecuTorch runtime (strict verification): {said}; "
-                            "export it again")
+    raise ArtifactLoadError(
+        f"{shown} does not load in the ExecuTorch runtime (strict verification): {said}; export it again"
+    )
 
 
 def probe_child(path: str) -> None:

@@ -15,9 +15,25 @@ from .lowering import OPSET, export
 from .runner import Runner
 from .validation import check, check_interface
 
-__all__ = ["DATA_SUFFIX", "INT4_OPS", "OPSET", "Runner", "blobs", "check", "check_interface", "coverage", "export",
-           "files", "int4_group_size", "matmul_coverage", "memory_sharing", "quant_of", "runtime_version",
-           "stored_quant", "usage"]
+__all__ = [
+    "DATA_SUFFIX",
+    "INT4_OPS",
+    "OPSET",
+    "Runner",
+    "blobs",
+    "check",
+    "check_interface",
+    "coverage",
+    "export",
+    "files",
+    "int4_group_size",
+    "matmul_coverage",
+    "memory_sharing",
+    "quant_of",
+    "runtime_version",
+    "stored_quant",
+    "usage",
+]
 
 
 def runtime_version() -> str:

@@ -8,9 +8,16 @@ from .inspection import INT4_OPS
 
 def usage(stats: dict) -> dict:
     """How an app loads and calls this export's .onnx / .ort (recorded in manifest.json)."""
-    return {"load": "from the .onnx file's path with model.onnx.data beside it (Android: "
-                    "OrtEnvironment.createSession(path, options)), not a Java byte[]",
-            "calling_convention": {"name": "single-graph/1",
-                                   "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"},
-            **({"kernels": f"{', '.join(INT4_OPS)} (com.microsoft contrib ops: the full onnxruntime-android "
-                           "package, not a reduced ORT-format build)"} if stats.get("int4") else {})}
+    return {
+        "load": "from the .onnx file's path with model.onnx.data beside it (Android: "
+        "OrtEnvironment.createSession(path, options)), not a Java byte[]",
+        "calling_convention": {"name": "single-graph/1", "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"},
+        **(
+            {
+                "kernels": f"{', '.join(INT4_OPS)} (com.microsoft contrib ops: the full onnxruntime-android "
+                "package, not a reduced ORT-format build)"
+            }
+            if stats.get("int4")
+            else {}
+        ),
+    }

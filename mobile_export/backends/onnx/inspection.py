@@ -59,8 +59,10 @@ def matmul_coverage(nodes, quant: Quant) -> MatmulCoverage:
             fp32.append(name or op)
     problems = []
     if quant is not Quant.FP32 and fp32:
-        problems.append(f"{len(fp32)} weight MatMul/Gemm left in fp32 in an {quant.value} artifact "
-                        f"({', '.join(fp32[:4])}{', ...' if len(fp32) > 4 else ''})")
+        problems.append(
+            f"{len(fp32)} weight MatMul/Gemm left in fp32 in an {quant.value} artifact "
+            f"({', '.join(fp32[:4])}{', ...' if len(fp32) > 4 else ''})"
+        )
     return MatmulCoverage(quant, quantized, len(fp32), tuple(fp32[:20]), tuple(problems))
 
 
@@ -71,14 +73,30 @@ def coverage(path: Path, quant: Quant) -> MatmulCoverage:
     from quantize.onnx_dynamic import graphs
 
     model = onnx.load(str(path), load_external_data=False)
-    return matmul_coverage(((n.op_type, n.name, len(n.input) > 1 and n.input[1] in constants)
-                            for graph, constants in graphs(model.graph) for n in graph.node), quant)
+    return matmul_coverage(
+        (
+            (n.op_type, n.name, len(n.input) > 1 and n.input[1] in constants)
+            for graph, constants in graphs(model.graph)
+            for n in graph.node
+        ),
+        quant,
+    )
 
 
 # Operators whose CPU kernels prepack their constant weight (input 1) when the session is created: each
 # such node keeps its own packed copy, so the same bytes read by two nodes are packed twice.
-PACKING_OPS = frozenset({"MatMul", "Gemm", "FusedMatMul", "MatMulInteger", "DynamicQuantizeMatMul",
-                         "MatMulIntegerToFloat", "QGemm", "MatMulNBits"})
+PACKING_OPS = frozenset(
+    {
+        "MatMul",
+        "Gemm",
+        "FusedMatMul",
+        "MatMulInteger",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QGemm",
+        "MatMulNBits",
+    }
+)
 
 
 def packing_verdict(weights: dict[str, bytes], nodes, loop: bool) -> tuple[bool, str]:
@@ -102,8 +120,10 @@ def packing_verdict(weights: dict[str, bytes], nodes, loop: bool) -> tuple[bool,
     stored = sum(sizes.values())
     packed = sum(sizes[d] * (n - 1) for d, n in readers.items() if n > 1)
     if packed > 0.01 * stored:
-        return False, (f"NOT shared in RAM: {packed:,} B of weights are packed again by further MatMul nodes "
-                       f"({stored:,} B read by MatMuls; ONNX Runtime packs a weight once per node that reads it)")
+        return False, (
+            f"NOT shared in RAM: {packed:,} B of weights are packed again by further MatMul nodes "
+            f"({stored:,} B read by MatMuls; ONNX Runtime packs a weight once per node that reads it)"
+        )
     how = " (the shared layer is a Loop body, built once)" if loop else ""
     return True, f"shared in RAM: ONNX Runtime packs each stored weight once{how}"
 
@@ -119,6 +139,9 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
 
     model = onnx.load(str(path))
     weights = {t.name: stored_bytes(t) for graph, _ in graphs(model.graph) for t in graph.initializer}
-    nodes = [(n.op_type, n.input[1] if len(n.input) > 1 else "", len(n.input) > 1 and n.input[1] in constants)
-             for graph, constants in graphs(model.graph) for n in graph.node]
+    nodes = [
+        (n.op_type, n.input[1] if len(n.input) > 1 else "", len(n.input) > 1 and n.input[1] in constants)
+        for graph, constants in graphs(model.graph)
+        for n in graph.node
+    ]
     return packing_verdict(weights, nodes, any(n.op_type == "Loop" for n in model.graph.node))

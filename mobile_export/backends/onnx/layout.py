@@ -29,9 +29,9 @@ def hoist_loop_weights(model) -> None:
 
 def externalize(path: Path, default_opset: int) -> tuple[int, int]:
     """Lay the model out for loading (``hoist_loop_weights``, ``share_transposed_tables``: returns the
-    bytes the latter saved, and the model's opset), then move every tensor of ``path`` (subgraphs included) of 1 KiB or more
-    into ``path`` + ``.data``, page-aligned: ONNX Runtime then maps the weights instead of holding the parsed protobuf and a
-    copy of each (albert-base int8: ~10 MiB less RAM)."""
+    bytes the latter saved, and the model's opset), then move every tensor of ``path`` (subgraphs
+    included) of 1 KiB or more into ``path`` + ``.data``, page-aligned: ONNX Runtime then maps the
+    weights instead of holding the parsed protobuf and a copy of each (albert-base int8: ~10 MiB less RAM)."""
     import onnx
     from onnx.external_data_helper import set_external_data
 
@@ -77,10 +77,14 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     found = []
     for graph, _ in graphs(model.graph):
         # shape operands (a few int64s) are graph plumbing, not weights
-        found += [stored_bytes(t) for t in graph.initializer
-                  if not (t.data_type == onnx.TensorProto.INT64 and len(t.dims) == 1 and t.dims[0] <= 8)]
-        found += [stored_bytes(a.t) for node in graph.node for a in node.attribute
-                  if a.type == onnx.AttributeProto.TENSOR]
+        found += [
+            stored_bytes(t)
+            for t in graph.initializer
+            if not (t.data_type == onnx.TensorProto.INT64 and len(t.dims) == 1 and t.dims[0] <= 8)
+        ]
+        found += [
+            stored_bytes(a.t) for node in graph.node for a in node.attribute if a.type == onnx.AttributeProto.TENSOR
+        ]
     return [b for b in found if len(b) > 16], 0
 
 
@@ -91,7 +95,7 @@ def stored_bytes(t) -> bytes:
 
     if t.HasField("raw_data"):
         data = t.raw_data
-        return data[:tensor_bytes(t.data_type, math.prod(t.dims))]
+        return data[: tensor_bytes(t.data_type, math.prod(t.dims))]
     return numpy_helper.to_array(t).tobytes()
 
 

@@ -18,9 +18,18 @@ OPSET = 18
 def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
     from quantize.onnx_dynamic import dedupe_initializers
 
-    prog = torch.onnx.export(module, args, dynamo=True, dynamic_shapes=dynamic_shapes, opset_version=OPSET,
-                             input_names=input_names, output_names=output_names, external_data=False,
-                             optimize=True, verbose=False)
+    prog = torch.onnx.export(
+        module,
+        args,
+        dynamo=True,
+        dynamic_shapes=dynamic_shapes,
+        opset_version=OPSET,
+        input_names=input_names,
+        output_names=output_names,
+        external_data=False,
+        optimize=True,
+        verbose=False,
+    )
     model = prog.model_proto
     dedupe_initializers(model)
     if model.functions:
@@ -30,6 +39,7 @@ def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
 
 def _prefixed(graph, prefix: str, keep: dict[str, str]):
     """Rename every node, value and initializer of ``graph`` with ``prefix``, except the names in ``keep``."""
+
     def name(n: str) -> str:
         return n if not n else keep.get(n, prefix + n)
 
@@ -63,36 +73,63 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
         hidden, mask = embed(*example)
     outputs = list(wrapper.output_names)
     e = _to_onnx(embed, example, dynamic_shapes, list(INPUT_NAMES), ["hidden", "mask"])
-    m = _to_onnx(layer, (hidden, mask), {"hidden": {0: batch, 1: seq}, "mask": {0: batch, 3: seq}},
-                 ["hidden", "mask"], ["hidden_out"])
+    m = _to_onnx(
+        layer,
+        (hidden, mask),
+        {"hidden": {0: batch, 1: seq}, "mask": {0: batch, 3: seq}},
+        ["hidden", "mask"],
+        ["hidden_out"],
+    )
     h = _to_onnx(head, (hidden,), {"hidden": {0: batch, 1: seq}}, ["hidden"], outputs)
     ge = _prefixed(e.graph, "embed/", {n: n for n in INPUT_NAMES})
-    gl = _prefixed(m.graph, "layer/", {"hidden": "layer/hidden_in", "mask": "embed/mask",
-                                       "hidden_out": "layer/hidden_out"})
+    gl = _prefixed(
+        m.graph, "layer/", {"hidden": "layer/hidden_in", "mask": "embed/mask", "hidden_out": "layer/hidden_out"}
+    )
     gh = _prefixed(h.graph, "head/", {"hidden": "encoder/hidden", **{n: n for n in outputs}})
     body = helper.make_graph(
         [*gl.node, helper.make_node("Identity", ["layer/cond_in"], ["layer/cond_out"], name="layer/cond")],
         "albert_shared_layer",
-        [helper.make_tensor_value_info("layer/iteration", TensorProto.INT64, []),
-         helper.make_tensor_value_info("layer/cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("layer/hidden_in", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("layer/cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("layer/hidden_out", TensorProto.FLOAT, None)],
-        initializer=list(gl.initializer))
-    loop = helper.make_node("Loop", ["encoder/layers", "encoder/true", "embed/hidden"], ["encoder/hidden"],
-                            name=LOOP_NODE, body=body)
+        [
+            helper.make_tensor_value_info("layer/iteration", TensorProto.INT64, []),
+            helper.make_tensor_value_info("layer/cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("layer/hidden_in", TensorProto.FLOAT, None),
+        ],
+        [
+            helper.make_tensor_value_info("layer/cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("layer/hidden_out", TensorProto.FLOAT, None),
+        ],
+        initializer=list(gl.initializer),
+    )
+    loop = helper.make_node(
+        "Loop", ["encoder/layers", "encoder/true", "embed/hidden"], ["encoder/hidden"], name=LOOP_NODE, body=body
+    )
     graph = helper.make_graph(
-        [*ge.node, loop, *gh.node], "albert", list(ge.input), list(gh.output),
-        initializer=[*ge.initializer, *gh.initializer,
-                     helper.make_tensor("encoder/layers", TensorProto.INT64, [], [layers]),
-                     helper.make_tensor("encoder/true", TensorProto.BOOL, [], [True])])
+        [*ge.node, loop, *gh.node],
+        "albert",
+        list(ge.input),
+        list(gh.output),
+        initializer=[
+            *ge.initializer,
+            *gh.initializer,
+            helper.make_tensor("encoder/layers", TensorProto.INT64, [], [layers]),
+            helper.make_tensor("encoder/true", TensorProto.BOOL, [], [True]),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=list(e.opset_import), producer_name="mobile-export")
     model.ir_version = e.ir_version
     return model
 
 
-def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str = "nbits") -> dict:
+def export(
+    wrapper: torch.nn.Module,
+    example: tuple[torch.Tensor, ...],
+    dynamic_shapes: dict,
+    quant: Quant,
+    dest: Path,
+    progress,
+    group_size: int | None = None,
+    int4_kernel: str = "nbits",
+) -> dict:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
@@ -109,13 +146,19 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
     try:
         with progress.step("onnx: torch.onnx.export (dynamo)" + (", layer loop" if loop else "")):
             if loop:
-                onnx.save(_layer_loop_model(wrapper, example, dynamic_shapes, config.num_hidden_layers),
-                          str(fp32_path))
+                onnx.save(_layer_loop_model(wrapper, example, dynamic_shapes, config.num_hidden_layers), str(fp32_path))
             else:
                 prog = torch.onnx.export(
-                    wrapper, example, dynamo=True, dynamic_shapes=dynamic_shapes, opset_version=OPSET,
-                    input_names=list(INPUT_NAMES), output_names=list(output_names),
-                    external_data=False, optimize=True, verbose=False,
+                    wrapper,
+                    example,
+                    dynamo=True,
+                    dynamic_shapes=dynamic_shapes,
+                    opset_version=OPSET,
+                    input_names=list(INPUT_NAMES),
+                    output_names=list(output_names),
+                    external_data=False,
+                    optimize=True,
+                    verbose=False,
                 )
                 if prog is None:
                     raise RuntimeError("torch.onnx.export returned no program")
@@ -133,8 +176,12 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
         else:
             q = prepare_file(fp32_path, dest)
         # weight MatMuls quantized / left fp32 are read from the written file (inspection.coverage)
-        stats = {"activation_matmuls": q.activation_matmuls, "deduplicated": q.deduplicated_initializers,
-                 "layer_loop": loop, **({"int4": int4} if int4 else {})}
+        stats = {
+            "activation_matmuls": q.activation_matmuls,
+            "deduplicated": q.deduplicated_initializers,
+            "layer_loop": loop,
+            **({"int4": int4} if int4 else {}),
+        }
     finally:
         if fp32_path.exists():
             os.unlink(fp32_path)

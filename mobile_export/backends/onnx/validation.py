@@ -26,23 +26,31 @@ def check(path: Path, shown: str) -> None:
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError, onnx's own errors on nonsense
-        raise ArtifactLoadError(f"{shown} is not an ONNX model (its bytes do not parse: {type(exc).__name__}); "
-                                "pass a .onnx written by mobile-export export") from None
+        raise ArtifactLoadError(
+            f"{shown} is not an ONNX model (its bytes do not parse: {type(exc).__name__}); "
+            "pass a .onnx written by mobile-export export"
+        ) from None
     if model.ir_version <= 0 or not model.graph.node:
-        raise ArtifactLoadError(f"{shown} is not an ONNX model (no IR version or no graph); pass a .onnx written "
-                                "by mobile-export export")
+        raise ArtifactLoadError(
+            f"{shown} is not an ONNX model (no IR version or no graph); pass a .onnx written by mobile-export export"
+        )
     folder = path.parent.resolve()
     for graph, _ in graphs(model.graph):
         for node in graph.node:
             if node.domain not in KNOWN_DOMAINS:
-                raise ArtifactLoadError(f"{shown} uses operator {node.op_type} of the custom domain '{node.domain}', "
-                                        "which needs a library outside ONNX Runtime; pass a .onnx written by "
-                                        "mobile-export export")
+                raise ArtifactLoadError(
+                    f"{shown} uses operator {node.op_type} of the custom domain '{node.domain}', "
+                    "which needs a library outside ONNX Runtime; pass a .onnx written by "
+                    "mobile-export export"
+                )
         for t in graph.initializer:
             _check_tensor(t, shown, folder)
     inits = {i.name for i in model.graph.initializer}
-    check_interface([_value_info(v) for v in model.graph.input if v.name not in inits],
-                    [_value_info(v) for v in model.graph.output], shown)
+    check_interface(
+        [_value_info(v) for v in model.graph.input if v.name not in inits],
+        [_value_info(v) for v in model.graph.output],
+        shown,
+    )
 
 
 def _check_tensor(t, shown: str, folder: Path) -> None:
@@ -52,26 +60,34 @@ def _check_tensor(t, shown: str, folder: Path) -> None:
 
     declared = tensor_bytes(t.data_type, math.prod(t.dims)) if all(d >= 0 for d in t.dims) else -1
     if declared < 0 or declared > MAX_ARTIFACT_BYTES:
-        raise ArtifactLoadError(f"{shown}: tensor '{t.name}' declares shape {list(t.dims)} "
-                                f"({declared:,} bytes), beyond any ALBERT export; the file is not a sound export")
+        raise ArtifactLoadError(
+            f"{shown}: tensor '{t.name}' declares shape {list(t.dims)} "
+            f"({declared:,} bytes), beyond any ALBERT export; the file is not a sound export"
+        )
     if t.data_location != TensorProto.EXTERNAL:
         if t.HasField("raw_data") and len(t.raw_data) != declared:
-            raise ArtifactLoadError(f"{shown}: tensor '{t.name}' holds {len(t.raw_data):,} bytes for shape "
-                                    f"{list(t.dims)} ({declared:,}); the file is damaged")
+            raise ArtifactLoadError(
+                f"{shown}: tensor '{t.name}' holds {len(t.raw_data):,} bytes for shape "
+                f"{list(t.dims)} ({declared:,}); the file is damaged"
+            )
         return
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
     target = (folder / location).resolve()
     if not location or Path(location).is_absolute() or not target.is_relative_to(folder):
-        raise ArtifactLoadError(f"{shown}: tensor '{t.name}' points at external data '{location}' outside the "
-                                "artifact's folder; refused (keep model.onnx.data beside model.onnx)")
+        raise ArtifactLoadError(
+            f"{shown}: tensor '{t.name}' points at external data '{location}' outside the "
+            "artifact's folder; refused (keep model.onnx.data beside model.onnx)"
+        )
     if not target.is_file():
         raise ArtifactLoadError(f"{shown}: its weights file {location} is missing; copy it beside {shown}")
     offset, length = int(info.get("offset", 0)), int(info.get("length", declared))
     if length != declared or offset < 0 or offset + length > target.stat().st_size:
-        raise ArtifactLoadError(f"{shown}: tensor '{t.name}' reads bytes {offset:,}..{offset + length:,} of "
-                                f"{location} ({target.stat().st_size:,} bytes, {declared:,} declared): "
-                                "the weights file is truncated or from another export")
+        raise ArtifactLoadError(
+            f"{shown}: tensor '{t.name}' reads bytes {offset:,}..{offset + length:,} of "
+            f"{location} ({target.stat().st_size:,} bytes, {declared:,} declared): "
+            "the weights file is truncated or from another export"
+        )
 
 
 def check_interface(names_types: list[tuple[str, str, int]], outputs: list[tuple[str, str, int]], shown: str) -> None:

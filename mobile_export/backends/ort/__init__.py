@@ -27,6 +27,7 @@ def files(path: Path) -> list[Path]:
     """The artifact's files: the .ort holds everything."""
     return [path]
 
+
 usage = onnx_backend.usage
 
 
@@ -58,12 +59,16 @@ def check(path: Path, shown: str) -> None:
     with open(path, "rb") as f:
         head = f.read(8)
     if head[4:8] != ORT_IDENTIFIER:
-        raise ArtifactLoadError(f"{shown} is not an ORT-format model (no '{ORT_IDENTIFIER.decode()}' identifier at "
-                                "byte 4); pass a .ort written by mobile-export export")
+        raise ArtifactLoadError(
+            f"{shown} is not an ORT-format model (no '{ORT_IDENTIFIER.decode()}' identifier at "
+            "byte 4); pass a .ort written by mobile-export export"
+        )
     try:
         session = Runner(path).session
     except Exception as exc:
-        raise ArtifactLoadError(f"{shown} does not load in ONNX Runtime: {first_line(exc, 200)}; export it again") from None
+        raise ArtifactLoadError(
+            f"{shown} does not load in ONNX Runtime: {first_line(exc, 200)}; export it again"
+        ) from None
 
     def info(args):
         return [(a.name, a.type.removeprefix("tensor(").rstrip(")"), len(a.shape or [])) for a in args]
@@ -81,6 +86,7 @@ def initializers(path: Path):
 
 def coverage(path: Path, quant: Quant) -> MatmulCoverage:
     """Weight MatMuls quantized and left fp32, read from the ORT-format graph (after its optimizations)."""
+
     def nodes():
         for graph, constants in _graphs(path):
             for n in range(graph.NodesLength()):
@@ -129,14 +135,23 @@ def stored_quant(path: Path) -> Quant:
     return onnx_backend.quant_of(ops, {t.DataType() for t in initializers(path)})
 
 
-def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_shapes: dict,
-           quant: Quant, dest: Path, progress, group_size: int | None = None, int4_kernel: str = "nbits") -> dict:
+def export(
+    wrapper: torch.nn.Module,
+    example: tuple[torch.Tensor, ...],
+    dynamic_shapes: dict,
+    quant: Quant,
+    dest: Path,
+    progress,
+    group_size: int | None = None,
+    int4_kernel: str = "nbits",
+) -> dict:
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
-        stats = onnx_backend.export(wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size,
-                                    int4_kernel)
+        stats = onnx_backend.export(
+            wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size, int4_kernel
+        )
         stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
             so = ort.SessionOptions()
@@ -144,8 +159,12 @@ def export(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], dynamic_
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             so.optimized_model_filepath = str(dest)
             so.add_session_config_entry("session.save_model_format", "ORT")
-            ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"],
-                                 disabled_optimizers=["NchwcTransformer"])
+            ort.InferenceSession(
+                str(onnx_path),
+                sess_options=so,
+                providers=["CPUExecutionProvider"],
+                disabled_optimizers=["NchwcTransformer"],
+            )
     finally:
         for f in onnx_backend.files(onnx_path) if onnx_path.exists() else []:
             os.unlink(f)

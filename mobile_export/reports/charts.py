@@ -1,0 +1,71 @@
+"""The report's plots (matplotlib, embedded as PNG): error by length, per-example SQNR, size breakdown."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+from ..size import GROUPS
+
+
+def _figure_png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plots(report: dict) -> list[tuple[str, str]]:
+    """(caption, data URI) for each plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    for a in report["artifacts"]:
+        pd = a.get("plot") or {}
+        if pd.get("reference"):
+            fig, ax = plt.subplots(figsize=(4.2, 4))
+            ax.scatter(pd["reference"], pd["artifact"], s=4, alpha=0.5)
+            lo = min(min(pd["reference"]), min(pd["artifact"]))
+            hi = max(max(pd["reference"]), max(pd["artifact"]))
+            ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
+            ax.set_xlabel("fp32 PyTorch output")
+            ax.set_ylabel(f"{a['file']} output")
+            ax.set_title(f"{a['file']}: outputs vs fp32")
+            out.append(
+                (f"{a['file']}: artifact vs fp32 output values (sample of {len(pd['reference'])})", _figure_png(fig))
+            )
+            diffs = [abs(x - y) for x, y in zip(pd["reference"], pd["artifact"])]
+            fig, ax = plt.subplots(figsize=(4.2, 3.2))
+            ax.hist(diffs, bins=40)
+            ax.set_xlabel("|artifact - fp32|")
+            ax.set_ylabel("values")
+            ax.set_title(f"{a['file']}: error histogram")
+            out.append((f"{a['file']}: distribution of absolute errors", _figure_png(fig)))
+        if pd.get("per_example"):
+            fig, ax = plt.subplots(figsize=(4.2, 3.2))
+            xs, ys = zip(*pd["per_example"])
+            ax.scatter(xs, ys, s=6, alpha=0.6)
+            ax.set_xlabel("sequence length (tokens)")
+            ax.set_ylabel("max |diff| in the example")
+            ax.set_title(f"{a['file']}: error by length")
+            out.append((f"{a['file']}: per-example max error by sequence length", _figure_png(fig)))
+    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
+    if sizes:
+        fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sizes)))
+        for i, a in enumerate(sizes):
+            left = 0
+            parts = [(g, a["size"]["groups"][g]) for g in GROUPS] + [("format overhead", a["size"]["overhead_bytes"])]
+            for j, (g, v) in enumerate(parts):
+                ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
+                left += v / 2**20
+        ax.set_yticks(range(len(sizes)), [a["file"] for a in sizes])
+        ax.set_xlabel("MiB")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
+        ax.set_title("size breakdown")
+        out.append(("size breakdown by part of the model", _figure_png(fig)))
+    return out
