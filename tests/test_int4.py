@@ -1,4 +1,4 @@
-"""int4 block-wise weights in the .onnx (issue 19): every task through ONNX Runtime, the gate both ways,
+"""int4 block-wise weights in the .onnx: every task through ONNX Runtime, the gate both ways,
 sharing, and the choices a user can get wrong."""
 
 from __future__ import annotations

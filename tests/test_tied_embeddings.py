@@ -1,4 +1,4 @@
-"""Fill-mask keeps ALBERT's tied word embeddings: one stored table for the lookup and the decoder (issue 20)."""
+"""Fill-mask keeps ALBERT's tied word embeddings: one stored table for the lookup and the decoder."""
 
 from __future__ import annotations
 

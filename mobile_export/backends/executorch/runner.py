@@ -42,7 +42,7 @@ class Runner:
     """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 
     The layer-loop program (``embed``, ``layer_group_G``, ``head``, ``layer_schedule``) is what
-    ``export`` writes; a single ``forward`` method (older exports, other tools) is run as it is.
+    ``export`` writes; a single ``forward`` method (other tools' exports) is run as it is.
     """
 
     def __init__(self, path: Path, threads: int | None = None, verification: str = "internal") -> None:
