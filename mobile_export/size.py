@@ -113,8 +113,10 @@ def _slots(
         group = _group(name)
         matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
         if quant == "int4" and matrix:
+            if group_size is None:
+                raise ValueError("int4 sizes need the group size")
             sizes = _int4_sizes(
-                p.shape[0], p.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, "word_embeddings" in name, xnnpack
+                p.shape[0], p.shape[1], group_size, "word_embeddings" in name, xnnpack
             )  # Linear [out, in]; table [vocab, width]
             slots += [(group, s) for s in sizes]
             continue
@@ -133,7 +135,8 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
     from . import backends
 
-    group_size = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
+    stored_group = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
+    group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
 
     data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
     blobs, graph_bytes = artifact_blobs(path)
@@ -164,11 +167,9 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     tied = tied_embeddings(model)
     # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
     decoder = set()
-    if tied and quant == "int4":
+    if tied and group_size is not None:
         table = model.get_input_embeddings().weight
-        decoder = set(
-            _int4_sizes(table.shape[0], table.shape[1], group_size or DEFAULT_INT4_GROUP_SIZE, False, xnnpack)
-        )
+        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
     for group, size in slots:
         free[size].append(group)
     groups: Counter = Counter()
@@ -203,7 +204,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     out.update(
         {
             "groups": {g: int(groups[g]) for g in GROUPS},
-            **({"int4_group_size": group_size} if group_size else {}),
+            **({"int4_group_size": stored_group} if stored_group else {}),
             "other_constants_bytes": int(unmatched),
             "delegate_graph_bytes": int(graph_bytes),
             "overhead_bytes": int(len(data) - stored + unmatched),

@@ -15,9 +15,8 @@ from .layout import externalize
 OPSET = 18
 
 
-def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
-    from quantize.onnx_dynamic import dedupe_initializers
-
+def _exported(module, args, dynamic_shapes, input_names: list[str], output_names: list[str]) -> Any:
+    """``module`` through the torch exporter (dynamo, opset ``OPSET``, optimized, weights inline)."""
     prog = torch.onnx.export(
         module,
         args,
@@ -30,7 +29,15 @@ def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
         optimize=True,
         verbose=False,
     )
-    model = prog.model_proto
+    if prog is None:
+        raise RuntimeError("torch.onnx.export returned no program")
+    return prog
+
+
+def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
+    from quantize.onnx_dynamic import dedupe_initializers
+
+    model = _exported(module, args, dynamic_shapes, input_names, output_names).model_proto
     dedupe_initializers(model)
     if model.functions:
         raise RuntimeError(f"the exporter left local functions {[f.name for f in model.functions]}")
@@ -148,20 +155,7 @@ def export(
             if loop:
                 onnx.save(_layer_loop_model(wrapper, example, dynamic_shapes, config.num_hidden_layers), str(fp32_path))
             else:
-                prog = torch.onnx.export(
-                    wrapper,
-                    example,
-                    dynamo=True,
-                    dynamic_shapes=dynamic_shapes,
-                    opset_version=OPSET,
-                    input_names=list(INPUT_NAMES),
-                    output_names=list(output_names),
-                    external_data=False,
-                    optimize=True,
-                    verbose=False,
-                )
-                if prog is None:
-                    raise RuntimeError("torch.onnx.export returned no program")
+                prog = _exported(wrapper, example, dynamic_shapes, list(INPUT_NAMES), list(output_names))
                 prog.save(str(fp32_path), external_data=False)
         int4: dict = {}
         if quant is Quant.INT8:
