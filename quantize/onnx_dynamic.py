@@ -101,11 +101,13 @@ def dedupe_initializers(model) -> int:
 
 def graphs(graph, outer: frozenset = frozenset()):
     """(graph, names of the initializers it can read) for ``graph`` and every subgraph (a Loop body)."""
+    from onnx import AttributeProto
+
     constants = outer | {i.name for i in graph.initializer}
     yield graph, constants
     for node in graph.node:
         for attr in node.attribute:
-            if attr.type == 5:  # AttributeProto.GRAPH
+            if attr.type == AttributeProto.GRAPH:
                 yield from graphs(attr.g, constants)
             for sub in attr.graphs:
                 yield from graphs(sub, constants)
