@@ -122,6 +122,11 @@ android-compile: install
 		-cp $(JAVA_CP):$(ORT_JAR):$(ANDROID_JAR):$(APP_BUILD)/compile-only -d $(APP_BUILD)/classes \
 		$$(find $(CORE)/src/main/java android_demo/app/src/main/java $(APP_BUILD)/gen -name '*.java')
 	@echo "android-compile: app + core compiled ($$(find $(APP_BUILD)/classes -name '*.class' | wc -l) classes)"
+	# the app's own ExecuTorchRunner on the JVM, against a fake Module (app/src/test/fakes) that runs test programs
+	rm -rf $(APP_BUILD)/jvm-test && mkdir -p $(APP_BUILD)/jvm-test
+	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(JUNIT_CP) -d $(APP_BUILD)/jvm-test \
+		$$(find $(CORE)/src/main/java android_demo/app/src/test -name '*.java') $(APP_SRC)/ExecuTorchRunner.java
+	java -cp $(APP_BUILD)/jvm-test:$(JAVA_CP):$(JUNIT_CP) org.junit.runner.JUnitCore org.mobileexport.demo.ExecuTorchRunnerTest
 
 # Copy the demo export (make demo) into the app's assets; ANDROID_EXPORT=DIR to use another export.
 ANDROID_EXPORT ?= out/demo

@@ -6,7 +6,7 @@ public final class Encoding {
     public final long[] attentionMask;
     public final long[] tokenTypeIds;
 
-    Encoding(long[] inputIds, long[] tokenTypeIds) {
+    public Encoding(long[] inputIds, long[] tokenTypeIds) {
         this.inputIds = inputIds;
         this.tokenTypeIds = tokenTypeIds;
         this.attentionMask = new long[inputIds.length];

@@ -1,0 +1,107 @@
+package org.mobileexport.demo;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.io.File;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.Before;
+import org.junit.Test;
+import org.mobileexport.core.Encoding;
+import org.pytorch.executorch.EValue;
+import org.pytorch.executorch.Module;
+import org.pytorch.executorch.Tensor;
+
+/** The app's ExecuTorchRunner on a fake Module: how it calls a .pte and that it never leaks one. */
+public class ExecuTorchRunnerTest {
+    private static final File PTE = new File("model.pte");
+    private static final Encoding TEXT = new Encoding(new long[] {2, 7, 3}, new long[] {0, 0, 0});
+
+    @Before
+    public void reset() {
+        Module.destroyed = 0;
+    }
+
+    private static EValue floats(float... values) {
+        return EValue.from(Tensor.fromBlob(values, new long[] {1, values.length}));
+    }
+
+    @Test
+    public void aProgramTheAppCannotCallIsDestroyedNotLeaked() throws Exception {
+        Module.next = new Module.Program() {
+            public String[] methods() {
+                return new String[] {"encode"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                throw new AssertionError("nothing may run");
+            }
+        };
+        try {
+            new ExecuTorchRunner(PTE);
+            fail("a .pte without forward or the layer loop was accepted");
+        } catch (IOException expected) {
+            assertTrue(expected.getMessage().contains("neither"));
+        }
+        assertEquals(1, Module.destroyed);
+    }
+
+    @Test
+    public void aPlainForwardProgramRunsAsPythonsRunnerRunsIt() throws Exception {
+        List<String> calls = new ArrayList<>();
+        Module.next = new Module.Program() {
+            public String[] methods() {
+                return new String[] {"forward"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                calls.add(method + "/" + inputs.length);
+                long[] ids = inputs[0].toTensor().longs;
+                return new EValue[] {floats(ids.length, -ids.length)};
+            }
+        };
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE)) {
+            assertArrayEquals(new float[] {3, -3}, runner.run(TEXT), 0f);
+            assertTrue(runner.name(), runner.name().contains("forward"));
+        }
+        assertEquals(List.of("forward/3"), calls);
+        assertEquals(1, Module.destroyed);
+    }
+
+    @Test
+    public void theLayerLoopFeedsEachLayerACopyOfTheLast() throws Exception {
+        float[] arena = new float[2]; // one planned buffer for the layer's output, reused on every call
+        Module.next = new Module.Program() {
+            public String[] methods() {
+                return new String[] {"embed", "layer_schedule", "layer_group_0", "head"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                switch (method) {
+                    case "layer_schedule":
+                        return new EValue[] {EValue.from(0), EValue.from(0), EValue.from(0), EValue.from(0)};
+                    case "embed":
+                        return new EValue[] {floats(1, 1), floats(0, 0)};
+                    case "layer_group_0": {
+                        float[] in = inputs[0].toTensor().floats;
+                        java.util.Arrays.fill(arena, 0); // an overlapping plan clears its output first
+                        for (int i = 0; i < arena.length; i++) {
+                            arena[i] = in[i] * 2;
+                        }
+                        return new EValue[] {EValue.from(Tensor.fromBlob(arena, new long[] {1, 2}))};
+                    }
+                    default:
+                        return new EValue[] {floats(inputs[0].toTensor().floats)};
+                }
+            }
+        };
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE)) {
+            assertArrayEquals(new float[] {16, 16}, runner.run(TEXT), 0f);
+            assertTrue(runner.name(), runner.name().contains("4 layers"));
+        }
+    }
+}
