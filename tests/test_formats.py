@@ -28,3 +28,20 @@ def test_format_package_implements_the_contract(backend: Backend):
 def test_contract_lists_every_member_of_the_protocol():
     members = {n for n in vars(Format) if not n.startswith("_")} | set(Format.__annotations__)
     assert members == set(CONTRACT)
+
+
+def test_runners_load_without_the_export_toolchain():
+    """The emulated ARM64 worker has the runtimes but not onnx or onnxscript (the export toolchain): loading
+    every format's package and its Runner class must not import them."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "for name in ('onnx', 'onnxscript'):\n"
+            "    sys.modules[name] = None  # any import of them now raises ImportError\n"
+            "from mobile_export import backends\n"
+            "from mobile_export.arm64 import worker\n"
+            "for b in backends.BACKENDS:\n"
+            "    assert backends.load(b).Runner\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnx import TensorProto
-
 from ...config import Quant
 from ..base import MatmulCoverage
 
 
-INT8_TYPES = (TensorProto.INT8, TensorProto.UINT8)  # the ORT format uses the same codes
 INT4_OPS = ("MatMulNBits", "GatherBlockQuantized")
 
 
@@ -18,7 +15,10 @@ def quant_of(op_types: set[str], initializer_types: set[int]) -> Quant:
     """What an ONNX / ORT graph stores: 4-bit weight ops, else int8 initializers, else fp32."""
     if op_types & set(INT4_OPS):
         return Quant.INT4
-    return Quant.INT8 if initializer_types & set(INT8_TYPES) else Quant.FP32
+    from onnx import TensorProto  # here, not at import: the ARM64 worker runs the Runner without onnx
+
+    int8_types = {TensorProto.INT8, TensorProto.UINT8}  # the ORT format uses the same codes
+    return Quant.INT8 if initializer_types & int8_types else Quant.FP32
 
 
 def int4_group_size(path: Path) -> int | None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnx import TensorProto
-
 from ...errors import ArtifactLoadError
 from ...reference import INPUT_NAMES, not_an_export
 from .layout import tensor_bytes
@@ -64,6 +62,8 @@ def _check_tensor(t, shown: str, folder: Path) -> None:
             f"{shown}: tensor '{t.name}' declares shape {list(t.dims)} "
             f"({declared:,} bytes), beyond any ALBERT export; the file is not a sound export"
         )
+    from onnx import TensorProto
+
     if t.data_location != TensorProto.EXTERNAL:
         if t.HasField("raw_data") and len(t.raw_data) != declared:
             raise ArtifactLoadError(
