@@ -17,22 +17,32 @@ import org.junit.Test;
 
 /** The app's model lifetime: loads never overlap, screens leaving never crash or leak runs. */
 public class ModelHostTest {
-    /** A model set that counts how many exist at once. */
+    /** How many fakes of one test exist at once (per test: other tests' workers may still be closing theirs). */
+    static final class Census {
+        final AtomicInteger alive = new AtomicInteger();
+        final AtomicInteger mostAlive = new AtomicInteger();
+    }
+
+    /** A model set that counts itself in its test's census. */
     static final class Fake implements AutoCloseable {
-        static final AtomicInteger alive = new AtomicInteger();
-        static final AtomicInteger mostAlive = new AtomicInteger();
         final int id;
+        final Census census;
         volatile boolean closed;
 
         Fake(int id) {
+            this(id, new Census());
+        }
+
+        Fake(int id, Census census) {
             this.id = id;
-            mostAlive.accumulateAndGet(alive.incrementAndGet(), Math::max);
+            this.census = census;
+            census.mostAlive.accumulateAndGet(census.alive.incrementAndGet(), Math::max);
         }
 
         @Override
         public void close() {
             closed = true;
-            alive.decrementAndGet();
+            census.alive.decrementAndGet();
         }
     }
 
@@ -44,8 +54,7 @@ public class ModelHostTest {
 
     @Test
     public void leavingDuringTheFirstLoadAndReopeningNeverHoldsTwoModelSets() throws Exception {
-        Fake.alive.set(0);
-        Fake.mostAlive.set(0);
+        Census census = new Census();
         AtomicInteger loads = new AtomicInteger();
         CountDownLatch loading = new CountDownLatch(1);
         List<String> errors = Collections.synchronizedList(new ArrayList<>());
@@ -53,7 +62,7 @@ public class ModelHostTest {
             int n = loads.incrementAndGet();
             loading.countDown();
             Thread.sleep(300); // still loading when the screen goes away
-            return new Fake(n);
+            return new Fake(n, census);
         }, e -> errors.add(e.toString()));
         ModelHost<Fake>.Lease first = host.acquire();
         assertTrue(loading.await(10, TimeUnit.SECONDS));
@@ -68,7 +77,7 @@ public class ModelHostTest {
         assertTrue(ran.await(10, TimeUnit.SECONDS));
         assertEquals(List.of(2), seen);
         assertEquals(2, loads.get());
-        assertEquals("two model sets were in RAM at once", 1, Fake.mostAlive.get());
+        assertEquals("two model sets were in RAM at once", 1, census.mostAlive.get());
         second.close();
         ModelHost<Fake>.Lease third = host.acquire();
         drain(third);
