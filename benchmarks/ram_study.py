@@ -34,7 +34,7 @@ def _bytes(path: Path) -> int:
 def measure_all(path: Path, repeats: int) -> dict:
     from mobile_export.memory import measure
 
-    runs = [measure(path, 128) for _ in range(repeats)]
+    runs = [measure(path, 128).to_dict() for _ in range(repeats)]
     return {k: int(statistics.median(r[k] for r in runs)) for k in runs[0] if k != "seq_len"}
 
 

@@ -4,6 +4,7 @@ deflate-compressed download (stores limit what users download)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .config import parse_size
 from .errors import BadInputError
@@ -76,9 +77,9 @@ def resolve_budget(text: str) -> Budget:
         ) from None
 
 
-def budget_verdict(entry: dict, budget: Budget) -> dict:
+def budget_verdict(file_bytes: int, deflate_bytes: int, budget: Budget) -> dict[str, Any]:
     """The budget, what was measured against it (compressed or file size), and whether it fits."""
-    measured = entry["deflate_bytes"] if budget.compressed else entry["bytes"]
+    measured = deflate_bytes if budget.compressed else file_bytes
     return {
         **budget.as_dict(),
         "within": measured <= budget.bytes,

@@ -24,7 +24,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
@@ -105,14 +107,32 @@ def _child(path: Path, backend: str, seq: int) -> dict:
     }
 
 
-def measure(path: Path, seq_len: int = 128) -> dict:
-    """Memory of a fresh process that loads ``path`` in its runtime and runs it once at ``seq_len``.
+@dataclass(frozen=True)
+class MemoryFigures:
+    """Resident memory of a fresh process that loaded an artifact and ran it once (bytes)."""
 
-    Returns:
-        ``model_rss_bytes`` (private + artifact pages after load and one run), ``load_rss_bytes``
-        (the same after load only), the split (``private_bytes``, ``artifact_bytes``,
-        ``library_bytes``), ``peak_over_baseline_bytes``, ``peak_rss_bytes`` (whole process) and
-        ``runtime_baseline_bytes``.
+    seq_len: int
+    model_rss_bytes: int  # private + artifact pages after load and one run
+    load_rss_bytes: int  # the same after load only
+    private_bytes: int
+    artifact_bytes: int
+    library_bytes: int  # runtime library code touched
+    peak_over_baseline_bytes: int
+    peak_rss_bytes: int  # the whole process
+    runtime_baseline_bytes: int
+
+    def to_dict(self) -> dict[str, int]:
+        """As report.json stores it."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MemoryFigures:
+        """From report.json's ``size.memory``."""
+        return cls(**{f.name: int(d.get(f.name, 0)) for f in fields(cls)})
+
+
+def measure(path: Path, seq_len: int = 128) -> MemoryFigures:
+    """Memory of a fresh process that loads ``path`` in its runtime and runs it once at ``seq_len``.
 
     Raises:
         ArtifactLoadError: the artifact did not load or run in the child process.
@@ -130,17 +150,17 @@ def measure(path: Path, seq_len: int = 128) -> dict:
     )
     kib = 1024
     run, load = r["after_run"], r["after_load"]
-    return {
-        "seq_len": seq_len,
-        "model_rss_bytes": model_kib(run) * kib,
-        "load_rss_bytes": model_kib(load) * kib,
-        "private_bytes": run["private"] * kib,
-        "artifact_bytes": run["artifact"] * kib,
-        "library_bytes": run["libraries"] * kib,
-        "peak_over_baseline_bytes": (r["peak_kib"] - r["baseline_kib"]) * kib,
-        "peak_rss_bytes": r["peak_kib"] * kib,
-        "runtime_baseline_bytes": r["baseline_kib"] * kib,
-    }
+    return MemoryFigures(
+        seq_len=seq_len,
+        model_rss_bytes=model_kib(run) * kib,
+        load_rss_bytes=model_kib(load) * kib,
+        private_bytes=run["private"] * kib,
+        artifact_bytes=run["artifact"] * kib,
+        library_bytes=run["libraries"] * kib,
+        peak_over_baseline_bytes=(r["peak_kib"] - r["baseline_kib"]) * kib,
+        peak_rss_bytes=r["peak_kib"] * kib,
+        runtime_baseline_bytes=r["baseline_kib"] * kib,
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import torch
 
 from . import backends, interrupts
 from .assets import labels, write_tokenizer_assets
+from .backends.base import ArtifactStats, ExportStats
 from .budgets import resolve_budget
 from .checking import ArtifactCheck, ParitySource
 from .config import Backend, ExportOptions, Quant, int4_group_size_for, resolve_max_len
@@ -124,7 +125,7 @@ def export(
         except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
             raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
         for r, (_, _, stats, seconds) in zip(results, exported):
-            r.stats = dict(stats, **r.stats)
+            r.stats = ArtifactStats(**stats, **r.stats)
             r.export_seconds = round(seconds, 2)
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         with progress.step("tokenizer assets"):
@@ -247,7 +248,7 @@ def export_one(
     max_len: int,
     staging: Path,
     progress: Progress,
-) -> tuple[Backend, Path, dict, float]:
+) -> tuple[Backend, Path, ExportStats, float]:
     """Export one artifact into ``staging``: (backend, path, export stats, seconds)."""
     quant = options.quant
     info = backends.get_info(backend)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import backends
 from .assets import labels
+from .backends.base import ArtifactStats
 from .checking import ArtifactCheck, Checker, ParitySource, Tally, run_local
 from .config import Backend, ParityOptions, Quant, Thresholds, resolve_max_len
 from .data import read_parity_file
@@ -36,7 +37,7 @@ class ArtifactResult:
     sha256: str
     export_seconds: float
     parity: ParityResult
-    stats: dict = field(default_factory=dict)  # backend-specific export and runtime facts, as JSON
+    stats: ArtifactStats = field(default_factory=lambda: ArtifactStats())  # export and runtime facts, as JSON
     plot: PlotData | None = None
     isa: list[dict] = field(default_factory=list)  # the same artifact on other instruction sets (emulated)
 
@@ -79,7 +80,7 @@ def check_artifacts(
         info = backends.get_info(check.backend)
         ms = [1000 * x for x in tally.seconds[j]]
         seconds = sum(tally.seconds[j])
-        stats = dict(
+        stats = ArtifactStats(
             runtime=info.runtime,
             runtime_version=module.runtime_version(),
             parity_latency_ms={

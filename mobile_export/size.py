@@ -13,6 +13,7 @@ import hashlib
 import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any, TypedDict
 
 from quantize.schemes import table_group_size
 
@@ -131,7 +132,33 @@ def _slots(
     return slots
 
 
-def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> dict:
+class SizeEntry(TypedDict, total=False):
+    """An artifact's size section in report.json (``breakdown``; ``size_command`` adds memory and budgets)."""
+
+    file: str
+    bytes: int
+    deflate_bytes: int
+    memory_sharing_preserved: bool
+    memory_sharing_verdict: str
+    blobs: int
+    distinct_blobs: int
+    duplicate_blob_bytes: int
+    weights_bytes: int
+    overhead_bytes: int
+    groups: dict[str, int] | None  # bytes by part of the model; None without a model summary
+    int4_group_size: int
+    other_constants_bytes: int
+    delegate_graph_bytes: int
+    extra_copies_bytes: dict[str, int]
+    parameters: dict[str, int]
+    tied_embeddings: bool
+    sharing_preserved: bool | None
+    sharing_verdict: str
+    memory: dict[str, int]  # MemoryFigures.to_dict()
+    budgets: list[dict[str, Any]]
+
+
+def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> SizeEntry:
     """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
     from . import backends
 
@@ -144,7 +171,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
-    out: dict = {
+    out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
@@ -222,11 +249,13 @@ def _mb(n: int) -> str:
     return f"{n:,} B ({mib(n, 2)})"
 
 
-def format_entry(e: dict) -> str:
+def format_entry(e: SizeEntry) -> str:
+    """The ``size`` command's text for one artifact."""
     lines = [f"{e['file']}: {_mb(e['bytes'])}; deflate-compressed {_mb(e['deflate_bytes'])}"]
-    if e.get("groups"):
+    groups = e.get("groups")
+    if groups:
         for g in GROUPS:
-            v = e["groups"][g]
+            v = groups[g]
             lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
         lines.append(

@@ -13,7 +13,7 @@ from .fsutil import sha256_file
 from .memory import measure as measure_memory
 from .reports.assembly import config_summary
 from .runtime_check import detect_quant
-from .size import breakdown
+from .size import SizeEntry, breakdown
 
 
 def size_entry(
@@ -24,13 +24,13 @@ def size_entry(
     max_len: int,
     budget: Budget | None,
     measure: bool,
-) -> dict:
+) -> SizeEntry:
     """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict."""
     entry = breakdown(path, summary, quant.value, int8_embeddings)
     if measure:
-        entry["memory"] = measure_memory(path, min(128, max_len))
+        entry["memory"] = measure_memory(path, min(128, max_len)).to_dict()
     if budget:
-        entry["budgets"] = [budget_verdict(entry, budget)]
+        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], budget)]
     return entry
 
 
@@ -67,7 +67,7 @@ def size_report(
     quant: Quant | None = None,
     budgets: tuple[str, ...] | list[str] = (),
     measure: bool = True,
-) -> list[dict]:
+) -> list[SizeEntry]:
     """What each artifact's bytes are, whether sharing survived on disk and in RAM, and budget verdicts.
 
     Args:
@@ -88,6 +88,6 @@ def size_report(
         chosen = quant or (Quant(stored_quant) if stored_quant else detect_quant(path))
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
         entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
-        entry["budgets"] = [budget_verdict(entry, b) for b in resolved]
+        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
         entries.append(entry)
     return entries

@@ -34,7 +34,7 @@ def test_ram_does_not_grow_with_layers(tiny_checkpoint, tmp_path, backend):
     rss = {}
     for layers in LAYERS:
         path, _ = _export(tiny_checkpoint, tmp_path, backend, layers)
-        rss[layers] = min(measure(path, 32)["model_rss_bytes"] for _ in range(2))
+        rss[layers] = min(measure(path, 32).model_rss_bytes for _ in range(2))
         verdict = breakdown(path, None)
         assert verdict["memory_sharing_preserved"] is True, verdict["memory_sharing_verdict"]
     growth = rss[LAYERS[1]] - rss[LAYERS[0]]
@@ -77,7 +77,7 @@ def test_unrolled_program_grows_and_is_called_out(tiny_checkpoint, tmp_path):
     for layers in LAYERS:
         ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
         path = _unrolled_pte(ckpt, tmp_path / f"unrolled-L{layers}.pte")
-        rss[layers] = measure(path, 32)["model_rss_bytes"]
+        rss[layers] = measure(path, 32).model_rss_bytes
         verdict = breakdown(path, None)
         assert verdict["memory_sharing_preserved"] is False and "NOT shared in RAM" in verdict["memory_sharing_verdict"]
     growth = rss[LAYERS[1]] - rss[LAYERS[0]]

@@ -131,3 +131,25 @@ def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
                                                      measure_memory=False))
         assert detect_quant(out / "model.onnx") is quant
         assert detect_quant(out / "model.ort") is quant
+
+
+def test_report_json_reads_back_as_typed_records(onnx_export):
+    """report.json parses into the records the reports render from; a file that is not a report is refused."""
+    from mobile_export.backends.base import DelegateCoverage, MatmulCoverage
+    from mobile_export.memory import MemoryFigures
+    from mobile_export.reports.records import ReportRecord
+
+    report = json.loads((onnx_export / "report.json").read_text())
+    record = ReportRecord.from_json(report)
+    assert record.passed is report["passed"] and [a.file for a in record.artifacts] == ["model.onnx", "model.pte"]
+    onnx_art, pte_art = record.artifacts
+    assert isinstance(onnx_art.parity.coverage, MatmulCoverage) and onnx_art.parity.coverage.quant is Quant.INT8
+    assert isinstance(pte_art.parity.coverage, DelegateCoverage) and pte_art.parity.coverage.xnnpack_calls >= 1
+    assert onnx_art.parity.sqnr_db == report["artifacts"][0]["parity"]["sqnr_db"]
+    assert onnx_art.size is not None and onnx_art.size.groups and onnx_art.size.memory is None  # not measured
+    assert len(onnx_art.plot.per_example) == len(report["artifacts"][0]["plot"]["per_example"])
+    assert record.cross_runtime[0].decisions == report["cross_runtime"][0]["decisions"]
+    figures = MemoryFigures(128, 5, 4, 3, 2, 1, 6, 7, 8)
+    assert MemoryFigures.from_dict(figures.to_dict()) == figures
+    with pytest.raises(KeyError):
+        ReportRecord.from_json({"tool": "something else"})

@@ -11,12 +11,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 import torch
 
 from ..config import Quant
+
+
+class ExportStats(TypedDict, total=False):
+    """Facts of a lowering, written to report.json's ``stats``; each format fills the keys it has."""
+
+    int4: dict[str, Any]  # 4-bit weights: group size, kernel, padded widths, counts (both formats)
+    # .pte
+    shared_stored_bytes: int  # XNNPACK weights pointed at equal program constants (tied tables)
+    rewritten_for_xnnpack: dict[str, int]  # modules rewritten into ops XNNPACK takes, by kind
+    methods: list[str]
+    layer_schedule: list[int]
+    calling_convention: str
+    # .onnx and .ort
+    activation_matmuls: int  # attention's Q.K^T and P.V, fp32 by design
+    deduplicated: int  # initializer copies and nodes folded before quantization
+    layer_loop: bool
+    shared_table_bytes: int  # a tied table stored once for its lookup and its transposed decoder
+    opset: int
+    onnx_bytes: int  # .ort: the intermediate .onnx's size
+    format: str  # .ort: how the ORT flatbuffer was written
+
+
+class ArtifactStats(ExportStats, total=False):
+    """``ExportStats`` plus the facts of the runtime check (report.json's ``stats``)."""
+
+    runtime: str
+    runtime_version: str
+    parity_latency_ms: dict[str, Any]
+    parity_texts_per_second: float | None
+    dynamic_batch: bool
+    shape_notes: str
 
 
 class Runner(Protocol):
@@ -101,7 +132,7 @@ class Format(Protocol):
         progress: Any,
         group_size: int | None = None,
         int4_kernel: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ExportStats:
         """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json)."""
         ...
 
@@ -133,7 +164,7 @@ class Format(Protocol):
         """Raise ArtifactLoadError unless the file is a sound export, before its runtime runs it."""
         ...
 
-    def usage(self, stats: dict[str, Any]) -> dict[str, Any]:
+    def usage(self, stats: ExportStats) -> dict[str, Any]:
         """How an app loads and calls the artifact (into manifest.json)."""
         ...
 

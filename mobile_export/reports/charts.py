@@ -6,6 +6,7 @@ import base64
 import io
 
 from ..size import GROUPS
+from .records import ReportRecord
 
 
 def _figure_png(fig) -> str:
@@ -17,7 +18,7 @@ def _figure_png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def plots(report: dict) -> list[tuple[str, str]]:
+def plots(report: ReportRecord) -> list[tuple[str, str]]:
     """(caption, data URI) for each plot."""
     import matplotlib
 
@@ -25,45 +26,44 @@ def plots(report: dict) -> list[tuple[str, str]]:
     import matplotlib.pyplot as plt
 
     out = []
-    for a in report["artifacts"]:
-        pd = a.get("plot") or {}
-        if pd.get("reference"):
+    for a in report.artifacts:
+        pd = a.plot
+        if pd.reference:
             fig, ax = plt.subplots(figsize=(4.2, 4))
-            ax.scatter(pd["reference"], pd["artifact"], s=4, alpha=0.5)
-            lo = min(min(pd["reference"]), min(pd["artifact"]))
-            hi = max(max(pd["reference"]), max(pd["artifact"]))
+            ax.scatter(pd.reference, pd.artifact, s=4, alpha=0.5)
+            lo = min(min(pd.reference), min(pd.artifact))
+            hi = max(max(pd.reference), max(pd.artifact))
             ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
             ax.set_xlabel("fp32 PyTorch output")
-            ax.set_ylabel(f"{a['file']} output")
-            ax.set_title(f"{a['file']}: outputs vs fp32")
-            out.append(
-                (f"{a['file']}: artifact vs fp32 output values (sample of {len(pd['reference'])})", _figure_png(fig))
-            )
-            diffs = [abs(x - y) for x, y in zip(pd["reference"], pd["artifact"])]
+            ax.set_ylabel(f"{a.file} output")
+            ax.set_title(f"{a.file}: outputs vs fp32")
+            out.append((f"{a.file}: artifact vs fp32 output values (sample of {len(pd.reference)})", _figure_png(fig)))
+            diffs = [abs(x - y) for x, y in zip(pd.reference, pd.artifact)]
             fig, ax = plt.subplots(figsize=(4.2, 3.2))
             ax.hist(diffs, bins=40)
             ax.set_xlabel("|artifact - fp32|")
             ax.set_ylabel("values")
-            ax.set_title(f"{a['file']}: error histogram")
-            out.append((f"{a['file']}: distribution of absolute errors", _figure_png(fig)))
-        if pd.get("per_example"):
+            ax.set_title(f"{a.file}: error histogram")
+            out.append((f"{a.file}: distribution of absolute errors", _figure_png(fig)))
+        if pd.per_example:
             fig, ax = plt.subplots(figsize=(4.2, 3.2))
-            xs, ys = zip(*pd["per_example"])
+            xs, ys = zip(*pd.per_example)
             ax.scatter(xs, ys, s=6, alpha=0.6)
             ax.set_xlabel("sequence length (tokens)")
             ax.set_ylabel("max |diff| in the example")
-            ax.set_title(f"{a['file']}: error by length")
-            out.append((f"{a['file']}: per-example max error by sequence length", _figure_png(fig)))
-    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
-    if sizes:
-        fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sizes)))
-        for i, a in enumerate(sizes):
-            left = 0
-            parts = [(g, a["size"]["groups"][g]) for g in GROUPS] + [("format overhead", a["size"]["overhead_bytes"])]
+            ax.set_title(f"{a.file}: error by length")
+            out.append((f"{a.file}: per-example max error by sequence length", _figure_png(fig)))
+    sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
+    if sized:
+        fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sized)))
+        for i, (_, size) in enumerate(sized):
+            left = 0.0
+            groups = size.groups or {}
+            parts = [(g, groups[g]) for g in GROUPS] + [("format overhead", size.overhead_bytes)]
             for j, (g, v) in enumerate(parts):
                 ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
                 left += v / 2**20
-        ax.set_yticks(range(len(sizes)), [a["file"] for a in sizes])
+        ax.set_yticks(range(len(sized)), [name for name, _ in sized])
         ax.set_xlabel("MiB")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
         ax.set_title("size breakdown")

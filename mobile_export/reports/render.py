@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import BadInputError
 from .charts import plots
+from .records import ReportRecord
 from ..figures import mib
 from ..fsutil import sha256_file, write_bytes
 from ..size import GROUPS
@@ -28,36 +29,30 @@ def _num(v, fmt: str = ".3g") -> str:
     return format(v, fmt)
 
 
-def _artifact_rows(report: dict) -> list[list[str]]:
+def _artifact_rows(report: ReportRecord) -> list[list[str]]:
     rows = []
-    for a in report["artifacts"]:
-        p = a["parity"]
-        acc = "n/a" if p.get("accuracy") is None else f"{p['accuracy']:.2%} (fp32 {p['reference_accuracy']:.2%})"
+    for a in report.artifacts:
+        p = a.parity
+        acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} (fp32 {_pct(p.reference_accuracy)})"
         rows.append(
             [
-                a["file"],
-                a.get("quant", "?"),
-                f"{a['bytes']:,}",
-                _num(p["max_abs_diff"]),
-                _num(p["mean_abs_diff"]),
-                _num(p["sqnr_db"], ".1f"),
-                _num(p.get("min_example_sqnr_db"), ".1f"),
-                _num(p["min_cosine"], ".5f"),
-                _pct(p["agreement"]),
-                _pct(p.get("decisive_agreement")),
-                str(p.get("near_ties", "n/a")),
-                _coverage(p.get("coverage"), a.get("quant")),
+                a.file,
+                a.quant,
+                f"{a.bytes:,}",
+                _num(p.max_abs_diff),
+                _num(p.mean_abs_diff),
+                _num(p.sqnr_db, ".1f"),
+                _num(p.min_example_sqnr_db, ".1f"),
+                _num(p.min_cosine, ".5f"),
+                _pct(p.agreement),
+                _pct(p.decisive_agreement),
+                "n/a" if p.near_ties is None else str(p.near_ties),
+                p.coverage.summary() if p.coverage else "n/a",
                 acc,
-                "pass" if p["passed"] else "FAIL: " + "; ".join(p["failures"]),
+                "pass" if p.passed else "FAIL: " + "; ".join(p.failures),
             ]
         )
     return rows
-
-
-def _coverage(c: dict | None, quant: str | None) -> str:
-    from ..backends.base import coverage_from_dict
-
-    return coverage_from_dict(c, quant).summary() if c else "n/a"
 
 
 HEAD = [
@@ -78,131 +73,116 @@ HEAD = [
 ]
 
 
+BUCKET_HEAD = [
+    "tokens",
+    "examples",
+    "max abs diff",
+    "mean abs diff",
+    "SQNR dB",
+    "min example SQNR dB",
+    "raw agreement",
+    "decisive agreement",
+    "near-ties",
+    "gated",
+]
+ISA_HEAD = [
+    "artifact",
+    "CPU model",
+    "max abs diff",
+    "SQNR dB",
+    "min example SQNR dB",
+    "decisive agreement",
+    "accuracy",
+    "max abs diff vs this machine",
+    "decisive agreement vs this machine",
+    "raw agreement vs this machine",
+    "verdict",
+]
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
-def _sections(report: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) tables shared by the Markdown and HTML reports."""
     out = [("Parity against the fp32 PyTorch reference", HEAD, _artifact_rows(report))]
-    for a in report["artifacts"]:
+    for a in report.artifacts:
         rows = [
             [
-                b["bucket"],
-                str(b["examples"]),
-                _num(b["max_abs_diff"]),
-                _num(b["mean_abs_diff"]),
-                _num(b["sqnr_db"], ".1f"),
-                _num(b.get("min_example_sqnr_db"), ".1f"),
-                _pct(b["agreement"]),
-                _pct(b.get("decisive_agreement")),
-                str(b.get("near_ties", "n/a")),
-                "yes" if b.get("gated") else "no",
+                b.bucket,
+                str(b.examples),
+                _num(b.max_abs_diff),
+                _num(b.mean_abs_diff),
+                _num(b.sqnr_db, ".1f"),
+                _num(b.min_example_sqnr_db, ".1f"),
+                _pct(b.agreement),
+                _pct(b.decisive_agreement),
+                "n/a" if b.near_ties is None else str(b.near_ties),
+                "yes" if b.gated else "no",
             ]
-            for b in a["parity"].get("by_length", [])
+            for b in a.parity.by_length
         ]
         if rows:
-            out.append(
-                (
-                    f"{a['file']}: by sequence length (tokens)",
-                    [
-                        "tokens",
-                        "examples",
-                        "max abs diff",
-                        "mean abs diff",
-                        "SQNR dB",
-                        "min example SQNR dB",
-                        "raw agreement",
-                        "decisive agreement",
-                        "near-ties",
-                        "gated",
-                    ],
-                    rows,
-                )
-            )
+            out.append((f"{a.file}: by sequence length (tokens)", BUCKET_HEAD, rows))
     isa = [
         [
-            a["file"],
-            e["cpu"],
-            _num(e["max_abs_diff"]),
-            _num(e["sqnr_db"], ".1f"),
-            _num(e["min_example_sqnr_db"], ".1f"),
-            _pct(e["decisive_agreement"]),
-            _pct(e["accuracy"]),
-            _num(e["vs_host"]["max_abs_diff"]),
-            _pct(e["vs_host"]["decisive_agreement"]),
-            _pct(e["vs_host"]["agreement"]),
-            "pass" if e["passed"] else "FAIL: " + "; ".join(e["failures"]),
+            a.file,
+            e.cpu,
+            _num(e.max_abs_diff),
+            _num(e.sqnr_db, ".1f"),
+            _num(e.min_example_sqnr_db, ".1f"),
+            _pct(e.decisive_agreement),
+            _pct(e.accuracy),
+            _num(e.vs_host.max_abs_diff),
+            _pct(e.vs_host.decisive_agreement),
+            _pct(e.vs_host.agreement),
+            "pass" if e.passed else "FAIL: " + "; ".join(e.failures),
         ]
-        for a in report["artifacts"]
-        for e in a["parity"].get("isa", [])
+        for a in report.artifacts
+        for e in a.parity.isa
     ]
     if isa:
-        out.append(
-            (
-                "On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)",
-                [
-                    "artifact",
-                    "CPU model",
-                    "max abs diff",
-                    "SQNR dB",
-                    "min example SQNR dB",
-                    "decisive agreement",
-                    "accuracy",
-                    "max abs diff vs this machine",
-                    "decisive agreement vs this machine",
-                    "raw agreement vs this machine",
-                    "verdict",
-                ],
-                isa,
-            )
-        )
-    cross = report.get("cross_runtime") or []
-    if cross:
+        out.append(("On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)", ISA_HEAD, isa))
+    if report.cross_runtime:
         out.append(
             (
                 "Across runtimes",
                 ["a", "b", "top-1 agreement", "decisions", "max abs diff"],
-                [[c["a"], c["b"], _pct(c["agreement"]), str(c["decisions"]), _num(c["max_abs_diff"])] for c in cross],
+                [[c.a, c.b, _pct(c.agreement), str(c.decisions), _num(c.max_abs_diff)] for c in report.cross_runtime],
             )
         )
     worst = [
-        [a["file"], str(w["length"]), _num(w["max_abs_diff"]), w["text"][:120]]
-        for a in report["artifacts"]
-        for w in a["parity"].get("worst", [])
+        [a.file, str(w.length), _num(w.max_abs_diff), w.text[:120]] for a in report.artifacts for w in a.parity.worst
     ]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
-    sizes = [a for a in report["artifacts"] if (a.get("size") or {}).get("groups")]
-    if sizes:
-        rows = [[g] + [f"{a['size']['groups'][g]:,}" for a in sizes] for g in GROUPS]
-        rows.append(["format overhead"] + [f"{a['size']['overhead_bytes']:,}" for a in sizes])
-        rows.append(["deflate-compressed"] + [f"{a['size']['deflate_bytes']:,}" for a in sizes])
-        rows.append(
-            ["sharing on disk"] + ["preserved" if a["size"]["sharing_preserved"] else "NOT preserved" for a in sizes]
-        )
-        if all(a["size"].get("memory_sharing_preserved") is not None for a in sizes):
+    sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
+    if sized:
+        rows = [[g] + [f"{s.groups[g]:,}" for _, s in sized if s.groups is not None] for g in GROUPS]
+        rows.append(["format overhead"] + [f"{s.overhead_bytes:,}" for _, s in sized])
+        rows.append(["deflate-compressed"] + [f"{s.deflate_bytes:,}" for _, s in sized])
+        rows.append(["sharing on disk"] + ["preserved" if s.sharing_preserved else "NOT preserved" for _, s in sized])
+        if all(s.memory_sharing_preserved is not None for _, s in sized):
             rows.append(
-                ["sharing in RAM"]
-                + ["preserved" if a["size"]["memory_sharing_preserved"] else "NOT preserved" for a in sizes]
+                ["sharing in RAM"] + ["preserved" if s.memory_sharing_preserved else "NOT preserved" for _, s in sized]
             )
-        mem = [a["size"].get("memory") for a in sizes]
-        if all(mem):
-            rows.append(["model RAM (load + run)"] + [mib(m["model_rss_bytes"]) for m in mem])
-            rows.append(
-                ["RAM / file"] + [f"{m['model_rss_bytes'] / a['size']['bytes']:.2f}x" for m, a in zip(mem, sizes)]
-            )
-            rows.append(["process peak RSS"] + [mib(m["peak_rss_bytes"], 0) for m in mem])
-        out.append(("Size (bytes)", ["part"] + [a["file"] for a in sizes], rows))
+        mem = [s.memory for _, s in sized]
+        if all(m is not None for m in mem):
+            measured = [(m, s) for m, (_, s) in zip(mem, sized) if m is not None]
+            rows.append(["model RAM (load + run)"] + [mib(m.model_rss_bytes) for m, _ in measured])
+            rows.append(["RAM / file"] + [f"{m.model_rss_bytes / s.bytes:.2f}x" for m, s in measured])
+            rows.append(["process peak RSS"] + [mib(m.peak_rss_bytes, 0) for m, _ in measured])
+        out.append(("Size (bytes)", ["part"] + [a.file for a, _ in sized], rows))
     return out
 
 
-def _summary_lines(report: dict) -> list[str]:
-    m = report.get("model", {})
-    t = report["artifacts"][0]["parity"]["thresholds"] if report["artifacts"] else {}
-    data = report.get("parity_data", {})
+def _summary_lines(report: ReportRecord) -> list[str]:
+    m = report.model
+    t = report.artifacts[0].parity.thresholds if report.artifacts else {}
+    data = report.parity_data
     lines = [
         f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
         f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled"
@@ -210,11 +190,11 @@ def _summary_lines(report: dict) -> list[str]:
         + ")",
         f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
         f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
-        f"- verdict: **{'PASS' if report.get('passed') else 'FAIL'}**",
+        f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
     ]
-    gates = sorted({g for a in report["artifacts"] for g in a["parity"].get("gates", [])}, key=str)
+    gates = sorted({g for a in report.artifacts for g in a.parity.gates})
     lines += [f"- gate: {g}" for g in gates]
-    v = report.get("versions", {})
+    v = report.versions
     lines.append(
         "- versions: "
         + ", ".join(
@@ -225,8 +205,10 @@ def _summary_lines(report: dict) -> list[str]:
 
 
 def markdown(report: dict) -> str:
-    out = ["# mobile-export parity report", ""] + _summary_lines(report) + [""]
-    for title, head, rows in _sections(report):
+    """report.md from report.json's contents."""
+    record = ReportRecord.from_json(report)
+    out = ["# mobile-export parity report", ""] + _summary_lines(record) + [""]
+    for title, head, rows in _sections(record):
         out += [f"## {title}", "", _md_table(head, rows), ""]
     return "\n".join(out)
 
@@ -238,8 +220,10 @@ figcaption{font-size:12px;color:#555}"""
 
 
 def html_report(report: dict) -> str:
+    """report.html (self-contained: tables and embedded plots) from report.json's contents."""
+    record = ReportRecord.from_json(report)
     e = html.escape
-    verdict = "pass" if report.get("passed") else "fail"
+    verdict = "pass" if record.passed else "fail"
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>mobile-export parity report</title>",
@@ -247,18 +231,18 @@ def html_report(report: dict) -> str:
         "<h1>mobile-export parity report</h1>",
         "<ul>",
     ]
-    for line in _summary_lines(report):
+    for line in _summary_lines(record):
         text = (
             e(line[2:]).replace("**PASS**", "<b class='pass'>PASS</b>").replace("**FAIL**", "<b class='fail'>FAIL</b>")
         )
         parts.append(f"<li>{text.replace('`', '')}</li>")
     parts.append(f"</ul><p id='verdict' class='{verdict}'>verdict: {verdict.upper()}</p>")
-    for title, head, rows in _sections(report):
+    for title, head, rows in _sections(record):
         parts.append(f"<h2>{e(title)}</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
         for r in rows:
             parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
         parts.append("</table>")
-    figs = plots(report)
+    figs = plots(record)
     if figs:
         parts.append("<h2>Plots</h2>")
         for caption, uri in figs:
@@ -287,7 +271,7 @@ def regenerate(folder: Path) -> list[str]:
         raise BadInputError(f"{path} does not exist; pass a folder written by `mobile-export export` or `parity`")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        files = [(a["file"], a["sha256"]) for a in report["artifacts"]]
+        files = [(a.file, a.sha256) for a in ReportRecord.from_json(report).artifacts]
     except (ValueError, KeyError, TypeError):
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
     for name, digest in files:  # the report must describe the artifacts beside it
@@ -304,61 +288,57 @@ def regenerate(folder: Path) -> list[str]:
 
 def summary(report: dict) -> str:
     """The plain-text table the CLI prints after export and parity."""
+    record = ReportRecord.from_json(report)
     lines = [
         f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
         f"{'accuracy':>15} {'ms/text':>8}  verdict"
     ]
-    for a in report["artifacts"]:
-        p = a["parity"]
-        agree = "n/a" if p.get("decisive_agreement") is None else f"{p['decisive_agreement']:.1%}"
-        acc = "n/a" if p["accuracy"] is None else f"{p['accuracy']:.2%} ({p['reference_accuracy']:.2%})"
-        ms = a["stats"].get("parity_latency_ms", {}).get("median")
+    for a in record.artifacts:
+        p = a.parity
+        agree = "n/a" if p.decisive_agreement is None else f"{p.decisive_agreement:.1%}"
+        acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} ({_pct(p.reference_accuracy)})"
+        ms = "n/a" if a.median_ms is None else f"{a.median_ms:.2f}"
         lines.append(
-            f"{a['file']:<12} {a['quant']:<5} {a['bytes']:>12,} {p['max_abs_diff']:>10.3g} "
-            f"{p['sqnr_db']:>8.1f} {agree:>7} {acc:>15} {ms:>8.2f}  {'pass' if p['passed'] else 'FAIL'}"
+            f"{a.file:<12} {a.quant:<5} {a.bytes:>12,} {p.max_abs_diff:>10.3g} "
+            f"{p.sqnr_db:>8.1f} {agree:>7} {acc:>15} {ms:>8}  {'pass' if p.passed else 'FAIL'}"
         )
-        for e in p.get("isa", []):
-            agree = "n/a" if e["decisive_agreement"] is None else f"{e['decisive_agreement']:.1%}"
-            acc = "n/a" if e["accuracy"] is None else f"{e['accuracy']:.2%}"
-            vs = e["vs_host"]
-            same = "n/a" if vs["agreement"] is None else f"{vs['agreement']:.1%}"
+        for e in p.isa:
+            agree = "n/a" if e.decisive_agreement is None else f"{e.decisive_agreement:.1%}"
+            acc = "n/a" if e.accuracy is None else f"{e.accuracy:.2%}"
+            same = "n/a" if e.vs_host.agreement is None else f"{e.vs_host.agreement:.1%}"
             lines.append(
-                f"  {e['cpu']:<16} {'':>12} {e['max_abs_diff']:>10.3g} {e['sqnr_db']:>8.1f} {agree:>7} "
-                f"{acc:>15} {'':>8}  {'pass' if e['passed'] else 'FAIL'} (vs this machine: max|diff| "
-                f"{vs['max_abs_diff']:.3g}, top-1 {same})"
+                f"  {e.cpu:<16} {'':>12} {e.max_abs_diff:>10.3g} {e.sqnr_db:>8.1f} {agree:>7} "
+                f"{acc:>15} {'':>8}  {'pass' if e.passed else 'FAIL'} (vs this machine: max|diff| "
+                f"{e.vs_host.max_abs_diff:.3g}, top-1 {same})"
             )
-    ties = [a["parity"].get("near_ties") for a in report["artifacts"] if a["parity"].get("agreement") is not None]
+    ties = [a.parity.near_ties for a in record.artifacts if a.parity.agreement is not None]
     if ties:
         lines.append(f"agree: decisive top-1 agreement (near-ties left out: {', '.join(map(str, ties))})")
-    if any(a["parity"]["accuracy"] is not None for a in report["artifacts"]):
-        lines.append(f"accuracy: artifact (fp32 reference) on {report['parity_data']['labelled']} labelled texts")
-    for a in report["artifacts"]:
-        s = a.get("size")
-        if not s:
+    if any(a.parity.accuracy is not None for a in record.artifacts):
+        lines.append(f"accuracy: artifact (fp32 reference) on {record.parity_data.get('labelled')} labelled texts")
+    for a in record.artifacts:
+        s = a.size
+        if s is None:
             continue
-        mem = s.get("memory")
-        shared = s.get("sharing_preserved")
+        shared = s.sharing_preserved
         lines.append(
-            f"{a['file']}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
+            f"{a.file}: deflate {s.deflate_bytes:,} B; sharing "
             f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
             + (
-                f"; RAM {mem['model_rss_bytes'] / 2**20:.1f} MiB ({mem['model_rss_bytes'] / a['bytes']:.2f}x the file)"
-                if mem
+                f"; RAM {mib(s.memory.model_rss_bytes)} ({s.memory.model_rss_bytes / a.bytes:.2f}x the file)"
+                if s.memory
                 else ""
             )
             + (
-                f"; memory sharing {'preserved' if s.get('memory_sharing_preserved') else 'NOT preserved'}"
-                if s.get("memory_sharing_preserved") is not None
+                f"; memory sharing {'preserved' if s.memory_sharing_preserved else 'NOT preserved'}"
+                if s.memory_sharing_preserved is not None
                 else ""
             )
         )
-    if report.get("budget"):
-        b = report["budget"]
-        lines.append(
-            f"budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): "
-            f"{'within' if report['within_budget'] else 'OVER'}"
-        )
-    for c in report.get("cross_runtime", []) if report.get("tool") == "mobile-export parity" else []:
-        agree = "n/a" if c["agreement"] is None else f"{c['agreement']:.2%}"
-        lines.append(f"{c['a']} vs {c['b']}: top-1 agreement {agree}, max |diff| {c['max_abs_diff']:.3g}")
+    if record.budget is not None:
+        b = record.budget
+        lines.append(f"budget {b.name} {b.bytes:,} B ({b.applies_to}): {'within' if record.within_budget else 'OVER'}")
+    for c in record.cross_runtime if record.tool == "mobile-export parity" else ():
+        agree = "n/a" if c.agreement is None else f"{c.agreement:.2%}"
+        lines.append(f"{c.a} vs {c.b}: top-1 agreement {agree}, max |diff| {c.max_abs_diff:.3g}")
     return "\n".join(lines)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..base import ExportStats
+
 INT4_TABLE_OP = "quantized_decomposed::embedding_4bit"
 
 # The .pte's calling convention (recorded in the manifest): ALBERT's layers share weights, so the
@@ -10,8 +14,9 @@ EMBED_METHOD = "embed"
 HEAD_METHOD = "head"
 SCHEDULE_METHOD = "layer_schedule"
 GROUP_METHOD = "layer_group_{}"
-CALLING_CONVENTION = {
-    "name": "albert-layer-loop/1",
+CALLING_CONVENTION_NAME = "albert-layer-loop/1"
+CALLING_CONVENTION: dict[str, Any] = {
+    "name": CALLING_CONVENTION_NAME,
     "methods": {
         EMBED_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> (hidden float32 [1, S, 1, H], "
         "mask float32 [1, 1, S] additive)",
@@ -26,7 +31,7 @@ CALLING_CONVENTION = {
 }
 
 
-def usage(stats: dict) -> dict:
+def usage(stats: ExportStats) -> dict[str, Any]:
     """How an app loads and calls this export's .pte (recorded in manifest.json)."""
     return {
         "load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import torch
 
 from ...config import Quant
-from .convention import CALLING_CONVENTION, EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
+from ..base import ExportStats
+from .convention import CALLING_CONVENTION_NAME, EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 from .layout import share_stored_bytes
 from .rewrites import xnnpack_friendly
 
@@ -76,7 +78,7 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str | None = None,
-) -> dict:
+) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
 
     int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
@@ -138,5 +140,5 @@ def export(
         **({"int4": int4} if int4 else {}),
         "methods": sorted(methods),
         "layer_schedule": schedule,
-        "calling_convention": CALLING_CONVENTION["name"],
+        "calling_convention": CALLING_CONVENTION_NAME,
     }

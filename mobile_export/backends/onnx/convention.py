@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...reference import INPUT_NAMES
+from ..base import ExportStats
 from .inspection import INT4_OPS
 
 
-def usage(stats: dict) -> dict:
+def usage(stats: ExportStats) -> dict[str, Any]:
     """How an app loads and calls this export's .onnx / .ort (recorded in manifest.json)."""
     return {
         "load": "from the .onnx file's path with model.onnx.data beside it (Android: "

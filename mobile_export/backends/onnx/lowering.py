@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import os
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import torch
 
 from ...config import DEFAULT_INT4_GROUP_SIZE, Quant
+from ..base import ExportStats
 from ...reference import INPUT_NAMES
 from .layout import externalize
 
@@ -136,7 +138,7 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str = "nbits",
-) -> dict:
+) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
@@ -170,7 +172,7 @@ def export(
         else:
             q = prepare_file(fp32_path, dest)
         # weight MatMuls quantized / left fp32 are read from the written file (inspection.coverage)
-        stats = {
+        stats: ExportStats = {
             "activation_matmuls": q.activation_matmuls,
             "deduplicated": q.deduplicated_initializers,
             "layer_loop": loop,

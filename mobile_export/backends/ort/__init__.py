@@ -8,6 +8,7 @@ result is then checked by parity in ONNX Runtime like any other artifact.
 
 from __future__ import annotations
 
+
 import os
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import torch
 from ...config import Quant
 from ...errors import ArtifactLoadError, first_line
 from .. import onnx as onnx_backend
-from ..base import MatmulCoverage
+from ..base import ExportStats, MatmulCoverage
 
 runtime_version = onnx_backend.runtime_version
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
@@ -144,7 +145,7 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str = "nbits",
-) -> dict:
+) -> ExportStats:
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
