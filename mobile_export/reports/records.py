@@ -6,56 +6,21 @@ is the one place that knows its keys, so rendering reads attributes, not strings
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..backends.base import Coverage, coverage_from_dict
 from ..memory import MemoryFigures
+from ..metrics import LengthBucket, Worst
 
 
 def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-@dataclass(frozen=True)
-class Bucket:
-    """Parity of one sequence-length bucket."""
-
-    bucket: str
-    examples: int
-    max_abs_diff: float
-    mean_abs_diff: float
-    sqnr_db: float
-    min_example_sqnr_db: float | None
-    agreement: float | None
-    decisive_agreement: float | None
-    near_ties: int | None
-    gated: bool
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Bucket:
-        """The record of one ``parity.by_length`` entry."""
-        return cls(
-            d["bucket"],
-            int(d["examples"]),
-            d["max_abs_diff"],
-            d["mean_abs_diff"],
-            d["sqnr_db"],
-            _opt_float(d.get("min_example_sqnr_db")),
-            _opt_float(d.get("agreement")),
-            _opt_float(d.get("decisive_agreement")),
-            d.get("near_ties"),
-            bool(d.get("gated")),
-        )
-
-
-@dataclass(frozen=True)
-class WorstExample:
-    """One of the texts an artifact gets most wrong."""
-
-    text: str
-    length: int
-    max_abs_diff: float
+def _bucket(d: dict[str, Any]) -> LengthBucket:
+    """One ``parity.by_length`` entry as the metrics' own record."""
+    return LengthBucket(**{f.name: d[f.name] for f in fields(LengthBucket) if f.name in d})
 
 
 @dataclass(frozen=True)
@@ -117,8 +82,8 @@ class Parity:
     thresholds: dict[str, float | None]
     gates: tuple[str, ...]
     coverage: Coverage | None
-    by_length: tuple[Bucket, ...]
-    worst: tuple[WorstExample, ...]
+    by_length: tuple[LengthBucket, ...]
+    worst: tuple[Worst, ...]
     isa: tuple[IsaRun, ...]
 
     @classmethod
@@ -140,8 +105,8 @@ class Parity:
             dict(d.get("thresholds") or {}),
             tuple(str(g) for g in d.get("gates", ())),
             coverage_from_dict(d["coverage"], quant) if d.get("coverage") else None,
-            tuple(Bucket.from_json(b) for b in d.get("by_length", ())),
-            tuple(WorstExample(w["text"], int(w["length"]), w["max_abs_diff"]) for w in d.get("worst", ())),
+            tuple(_bucket(b) for b in d.get("by_length", ())),
+            tuple(Worst(w["text"], int(w["length"]), w["max_abs_diff"]) for w in d.get("worst", ())),
             tuple(IsaRun.from_json(e) for e in d.get("isa", ())),
         )
 
