@@ -4,6 +4,8 @@ Public API::
 
     from mobile_export import export, ExportOptions, Backend, Quant
     result = export("path/to/albert", "out/", ExportOptions(quant=Quant.INT8))
+    predictor = load("out/", backend="onnx")   # an export without its checkpoint
+    print(predictor("这个手机很好用"))           # typed results: Classification, Entity, Answer, ...
 
 The names load on first use, so a process that needs one module (the emulated ARM64 worker needs only
 the runtimes' runners) does not import the whole pipeline.
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         UnsupportedError,
     )
     from .loading import LoadedModel, load_checkpoint
+    from .predictor import Predictor, load
 
 _HOMES = {
     "ArtifactResult": "api",
@@ -53,6 +56,8 @@ _HOMES = {
     "UnsupportedError": "errors",
     "LoadedModel": "loading",
     "load_checkpoint": "loading",
+    "Predictor": "predictor",
+    "load": "predictor",
 }
 __all__ = [
     "ArtifactResult",
@@ -69,10 +74,12 @@ __all__ = [
     "OutputError",
     "ParityError",
     "ParityOptions",
+    "Predictor",
     "Quant",
     "Thresholds",
     "UnsupportedError",
     "export",
+    "load",
     "load_checkpoint",
     "parity_check",
     "size_report",

@@ -103,6 +103,22 @@ def labels(config) -> list[str]:
     return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
 
 
+def score_function(config) -> str:
+    """How a classifier's logits become scores, as transformers' pipeline decides: sigmoid for one label
+    or multi-label models, none for regression, softmax otherwise."""
+    problem = getattr(config, "problem_type", None)
+    if problem == "regression":
+        return "none"
+    if problem == "multi_label_classification" or int(getattr(config, "num_labels", 2)) == 1:
+        return "sigmoid"
+    return "softmax"
+
+
+def labels_file(config) -> dict:
+    """labels.json: the labels by class index and the function from logits to scores."""
+    return {"labels": labels(config), "scores": score_function(config)}
+
+
 def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:
     """Write just the tokenizer assets an app needs (no weights are loaded).
 

@@ -141,6 +141,13 @@ def _cmd_size(args) -> int:
     return int(ExitCode.OK)
 
 
+def _cmd_run(args) -> int:
+    from .run_command import run
+
+    run(args.folder, args.texts, args.backend, args.json, args.context, args.top_k, args.threads)
+    return int(ExitCode.OK)
+
+
 def _cmd_list(args) -> int:
     from quantize.schemes import scheme_name
 
@@ -183,7 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         _reexec_with_fixed_hash_seed()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # texts after options (run DIR --json TEXT): argparse leaves them over
+        if getattr(args, "command", None) == "run" and not any(e.startswith("-") for e in extra):
+            args.texts = [*args.texts, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     debug = bool(getattr(args, "debug", False))
     if args.version:
         from importlib.metadata import version
@@ -204,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "tokenizer": _cmd_tokenizer,
         "size": _cmd_size,
         "bench": _cmd_bench,
+        "run": _cmd_run,
         "list": _cmd_list,
     }[args.command]
     try:

@@ -188,6 +188,25 @@ def build_parser() -> argparse.ArgumentParser:
     sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sz.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
+    rn = sub.add_parser(
+        "run",
+        help="run an export's artifacts on text, without the checkpoint",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rn.add_argument("folder", help="the --out folder of mobile-export export")
+    rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
+    rn.add_argument(
+        "--backend", choices=[b.value for b in Backend], help="run only this artifact (default: every one listed)"
+    )
+    rn.add_argument("--json", action="store_true", help="one JSON object per text and artifact")
+    rn.add_argument(
+        "--context", help="question-answering: the context for every question (else question<TAB>context lines)"
+    )
+    rn.add_argument("--top-k", type=int, default=5, help="fill-mask: candidates per [MASK] (default 5)")
+    rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
+    rn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
     sub.add_parser("list", help="list supported tasks, backends and quantizations")
     return parser
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from . import backends, interrupts
-from .assets import labels, write_tokenizer_assets
+from .assets import labels, labels_file, write_tokenizer_assets
 from .backends.base import ArtifactStats, ExportStats
 from .budgets import resolve_budget
 from .checking import ArtifactCheck, ParitySource
@@ -134,7 +134,7 @@ def export(
                 loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer", max_len
             )
         if loaded.task.has_labels:
-            write_json(staging / "labels.json", {"labels": labels(loaded.config)})
+            write_json(staging / "labels.json", labels_file(loaded.config))
             written.append("labels.json")
         summary = model_summary(loaded)
         with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
