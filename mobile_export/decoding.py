@@ -97,7 +97,9 @@ def entities(
     return found
 
 
-def answer(start_logits: np.ndarray, end_logits: np.ndarray, enc: Encoded, max_tokens: int = MAX_ANSWER_TOKENS) -> Answer:
+def answer(
+    start_logits: np.ndarray, end_logits: np.ndarray, enc: Encoded, max_tokens: int = MAX_ANSWER_TOKENS
+) -> Answer:
     """Start/end logits [S] -> the best answer span in the context (``enc.sequence_ids`` 1)."""
     n = len(enc.ids)
     allowed = np.array([s == 1 for s in enc.sequence_ids], dtype=bool)

@@ -46,8 +46,10 @@ class ExportFolder:
             if backend is None or a.backend is backend:
                 return a
         have = ", ".join(a.backend.value for a in self.artifacts) or "none"
-        raise BadInputError(f"{self.path} has no {backend.value if backend else ''} artifact (it has: {have}); "
-                            "pick one of those with --backend or export it with --backend")
+        raise BadInputError(
+            f"{self.path} has no {backend.value if backend else ''} artifact (it has: {have}); "
+            "pick one of those with --backend or export it with --backend"
+        )
 
     def verified(self, relative: str) -> Path:
         """The path of a file the manifest lists, after checking its sha256 (exit 2 when changed or missing)."""

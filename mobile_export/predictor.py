@@ -85,7 +85,11 @@ class Predictor:
         self._require("token-classification")
         enc, (logits, *_) = self._outputs(text)
         return decoding.entities(
-            logits[0], enc, self.labels, self.tokenizer.convert_ids_to_tokens, self.tokenizer.convert_tokens_to_string,
+            logits[0],
+            enc,
+            self.labels,
+            self.tokenizer.convert_ids_to_tokens,
+            self.tokenizer.convert_tokens_to_string,
             self.tokenizer.unk_token_id,
         )
 

@@ -27,7 +27,8 @@ def _inputs(texts: list[str], stdin: TextIO, context: str | None, qa: bool) -> I
         if qa and context is None:
             if "\t" not in line:
                 raise BadInputError(
-                    f"question-answering needs a context: pass --context, or question<TAB>context lines (got {line[:60]!r})"
+                    "question-answering needs a context: pass --context, or question<TAB>context lines "
+                    f"(got {line[:60]!r})"
                 )
             question, ctx = line.split("\t", 1)
             yield question, ctx
@@ -67,8 +68,14 @@ def run(
         for p in predictors:
             result = p.predict(text, ctx, top_k=top_k)
             if as_json:
-                line = {"text": text, **({"context": ctx} if ctx is not None else {}), "file": p.artifact.file,
-                        "backend": p.backend.value, "task": folder.task.name, "result": result_json(result)}
+                line = {
+                    "text": text,
+                    **({"context": ctx} if ctx is not None else {}),
+                    "file": p.artifact.file,
+                    "backend": p.backend.value,
+                    "task": folder.task.name,
+                    "result": result_json(result),
+                }
                 print(json.dumps(line, ensure_ascii=False), file=stdout)
             else:
                 body = result_text(result)

@@ -36,7 +36,7 @@ def tiny_checkpoint(tmp_path_factory):
     cache: dict = {}
 
     def make(task: str = "text-classification", tokenizer: str = "wordpiece", seed: int = 0, **overrides):
-        key = (task, tokenizer, seed, tuple(sorted(overrides.items())))
+        key = (task, tokenizer, seed, repr(sorted(overrides.items())))
         if key not in cache:
             dest = tmp_path_factory.mktemp(f"ckpt-{task}-{tokenizer}")
             cache[key] = build_tiny_checkpoint(dest, task=task, tokenizer=tokenizer, seed=seed, **overrides)
