@@ -102,6 +102,7 @@ def _cmd_export(args) -> int:
         quantize_embeddings=not args.keep_fp32_embeddings,
         int4_group_size=args.group_size,
         int4_kernel=args.int4_kernel,
+        pte_entry=args.pte_entry,
     )
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))

@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
         "and RAM, a little less accurate)",
     )
+    ex.add_argument(
+        "--pte-entry",
+        choices=["loop", "forward", "both"],
+        default="loop",
+        help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
+        "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
+    )
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")

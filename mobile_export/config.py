@@ -144,6 +144,9 @@ class Thresholds:
         return lines
 
 
+PTE_ENTRIES = ("loop", "forward", "both")
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     """What ``export`` should produce.
@@ -167,6 +170,9 @@ class ExportOptions:
         int4_kernel: with int4 in the .onnx, how ONNX Runtime computes (``--int4-kernel``): ``nbits`` runs
             ``MatMulNBits`` (4-bit weights in RAM too); ``int8`` widens the 4-bit weights to int8 when the
             model loads (int8's speed and RAM, plus int8 rounding on top of int4's).
+        pte_entry: how the .pte is called (``--pte-entry``): ``loop`` (embed, the shared layer once per
+            layer, head: one packed copy of the shared layer in RAM), ``forward`` (the whole model as one
+            method, what ExecuTorch's own tools call) or ``both`` in one program sharing stored weights.
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -181,8 +187,13 @@ class ExportOptions:
     quantize_embeddings: bool = True
     int4_group_size: int | None = None
     int4_kernel: str = "nbits"
+    pte_entry: str = "loop"
 
     def __post_init__(self) -> None:
+        if self.pte_entry not in PTE_ENTRIES:
+            raise BadInputError(f"--pte-entry {self.pte_entry} is not one of {', '.join(PTE_ENTRIES)}")
+        if self.pte_entry != "loop" and Backend.EXECUTORCH not in self.backends:
+            raise BadInputError(f"--pte-entry {self.pte_entry} shapes the .pte; add --backend executorch or drop it")
         if self.int4_kernel not in INT4_KERNELS:
             raise BadInputError(f"--int4-kernel {self.int4_kernel} is not one of {', '.join(INT4_KERNELS)}")
         if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:

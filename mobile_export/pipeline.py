@@ -267,6 +267,8 @@ def export_one(
                 if quant is Quant.INT4
                 else {}
             )
+            if backend is Backend.EXECUTORCH:  # the .pte's methods (--pte-entry); the .onnx is one graph either way
+                int4["entry"] = options.pte_entry
             stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4)
     except MobileExportError:
         raise

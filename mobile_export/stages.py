@@ -82,6 +82,25 @@ class Head(torch.nn.Module):
         return tuple(out[name] for name in self.output_names)
 
 
+class Whole(torch.nn.Module):
+    """embed, the groups in schedule order, head: the whole model as one method (``--pte-entry forward``).
+
+    Built from the same modules as the loop's methods, so both quantize to the same stored weights."""
+
+    def __init__(self, embed: Embed, groups: list[Group], head: Head, schedule: list[int]) -> None:
+        super().__init__()
+        self.embed = embed
+        self.groups = torch.nn.ModuleList(groups)
+        self.head = head
+        self.schedule = list(schedule)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        hidden, mask = self.embed(input_ids, attention_mask, token_type_ids)
+        for g in self.schedule:
+            hidden = self.groups[g](hidden, mask)
+        return self.head(hidden)
+
+
 def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], Head]:
     """``model`` (an ALBERT transformers model) as embed, one ``Group`` per layer group, and head.
 

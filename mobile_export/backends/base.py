@@ -29,6 +29,7 @@ class ExportStats(TypedDict, total=False):
     methods: list[str]
     layer_schedule: list[int]
     calling_convention: str
+    entry: str  # --pte-entry: loop, forward or both
     # .onnx and .ort
     activation_matmuls: int  # attention's Q.K^T and P.V, fp32 by design
     deduplicated: int  # initializer copies and nodes folded before quantization

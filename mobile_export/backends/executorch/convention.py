@@ -31,11 +31,33 @@ CALLING_CONVENTION: dict[str, Any] = {
 }
 
 
+FORWARD_METHOD = "forward"
+FORWARD_CONVENTION: dict[str, Any] = {
+    "name": "single-method/1",
+    "methods": {
+        FORWARD_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> the task's outputs",
+    },
+    "loop": "outputs = forward(input_ids, attention_mask, token_type_ids)",
+    "why": "what ExecuTorch's tools call (executor_runner, benchmark apps, optimum-executorch); XNNPACK packs "
+    "the shared layer's weights once per layer unless the runtime's XNNPACK weights cache is on",
+}
+
+
+def entry_methods(entry: str, loop_methods: list[str]) -> list[str]:
+    """The methods a program of ``--pte-entry entry`` holds."""
+    return {"loop": loop_methods, "forward": [FORWARD_METHOD], "both": [*loop_methods, FORWARD_METHOD]}[entry]
+
+
 def usage(stats: ExportStats) -> dict[str, Any]:
     """How an app loads and calls this export's .pte (recorded in manifest.json)."""
+    entry = stats.get("entry", "loop")
+    conventions = {"loop": CALLING_CONVENTION, "forward": FORWARD_CONVENTION}
     return {
         "load": "memory-mapped: Android Module.load(path, Module.LOAD_MODE_MMAP); the file must be on disk",
-        "calling_convention": CALLING_CONVENTION,
+        "entry": entry,
+        # the convention an app should use; "both" also offers forward (FORWARD_CONVENTION) for other tools
+        "calling_convention": conventions["forward" if entry == "forward" else "loop"],
+        **({"also": FORWARD_CONVENTION} if entry == "both" else {}),
         "layer_schedule": stats.get("layer_schedule"),
         **(
             {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...config import Quant
 from ..base import DelegateCoverage
-from .convention import INT4_TABLE_OP, SCHEDULE_METHOD
+from .convention import FORWARD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD
 from .serializer import decompile_flatbuffer, read_program
 
 
@@ -143,13 +143,24 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     constant they read. A weight read by N operators is packed N times: the unrolled-layer program
     packs ALBERT's shared layer once per layer. Biases are not counted: equal biases (all-zero ones of
     a freshly initialised model) are one stored blob read by unrelated operators, a few bytes each.
+    A program with the layer loop and ``forward`` (``--pte-entry both``) is judged by the loop, which
+    the app runs; ``forward``'s method is never loaded then.
     """
     pte = read_program(path)
     if pte.named_data is None:
         return True, "shared in RAM: no XNNPACK weights stored by name"
     sizes = {key: len(pte.named_data.buffers[entry.buffer_index]) for key, entry in pte.named_data.pte_data.items()}
+    names = {plan.name for plan in pte.program.execution_plan}
+    loaded = {
+        d.processed.index
+        for plan in pte.program.execution_plan
+        if SCHEDULE_METHOD not in names or plan.name != FORWARD_METHOD
+        for d in plan.delegates
+    }
     readers: dict[str, int] = {}
-    for graph in xnnpack_graphs(path):
+    for index, graph in enumerate(xnnpack_graphs(path)):
+        if index not in loaded:
+            continue
         keys = [c.get("named_key", "") for c in graph.get("constant_data", [])]
         tensor_key: dict[int, str] = {}
         for value in graph.get("xvalues", []):
@@ -170,9 +181,8 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     if packed > 0.01 * stored:
         return False, (
             f"NOT shared in RAM: {packed:,} B of stored weights are packed again by further XNNPACK "
-            f"operators ({stored:,} B stored; unrolled layers each pack their own copy); re-export "
-            "with this version"
+            f"operators ({stored:,} B stored; unrolled layers each pack their own copy, unless the runtime's "
+            "XNNPACK weights cache is on); re-export with --pte-entry loop or both"
         )
-    names = {plan.name for plan in pte.program.execution_plan}
     how = " (the shared layer is its own method, run once per layer)" if SCHEDULE_METHOD in names else ""
     return True, f"shared in RAM: each stored weight is packed once{how}"

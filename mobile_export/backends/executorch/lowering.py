@@ -11,7 +11,16 @@ import torch
 
 from ...config import Quant
 from ..base import ExportStats
-from .convention import CALLING_CONVENTION_NAME, EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
+from .convention import (
+    CALLING_CONVENTION_NAME,
+    EMBED_METHOD,
+    FORWARD_CONVENTION,
+    FORWARD_METHOD,
+    GROUP_METHOD,
+    HEAD_METHOD,
+    SCHEDULE_METHOD,
+    entry_methods,
+)
 from .layout import share_stored_bytes
 from .rewrites import xnnpack_friendly
 
@@ -55,18 +64,23 @@ def short_constant_keys():
         node_visitor.hashlib = original
 
 
-def stages(wrapper: torch.nn.Module, quant: Quant) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
-    """The XNNPACK-friendly copy of ``wrapper`` cut into methods (embed, one per layer group, head),
-    the layer schedule, and the counts of rewritten modules."""
-    from ...stages import cut, layer_schedule
+def stages(
+    wrapper: torch.nn.Module, quant: Quant, entry: str = "loop"
+) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
+    """The XNNPACK-friendly copy of ``wrapper`` cut into the methods of ``entry`` (loop: embed, one per
+    layer group, head; forward: all of them as one method; both), the layer schedule, and the counts of
+    rewritten modules."""
+    from ...stages import Whole, cut, layer_schedule
 
     friendly: Any
     friendly, rewritten = xnnpack_friendly(wrapper, quant)
+    schedule = layer_schedule(friendly.model.config)
     embed, groups, head = cut(friendly.model, tuple(friendly.output_names), batch_one=True)
-    methods: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
-    methods.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
-    methods[HEAD_METHOD] = head
-    return methods, layer_schedule(friendly.model.config), rewritten
+    loop: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
+    loop.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
+    loop[HEAD_METHOD] = head
+    every = {**loop, FORWARD_METHOD: Whole(embed, groups, head, schedule).eval()}
+    return {name: every[name] for name in entry_methods(entry, list(loop))}, schedule, rewritten
 
 
 def export(
@@ -78,12 +92,15 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str | None = None,
+    entry: str = "loop",
 ) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
 
     int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
     (``quantize.xnnpack_int4``), applied before torch.export.
-    ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel."""
+    ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel.
+    ``entry`` (``--pte-entry``): the layer loop, one ``forward`` method, or both in one program (their
+    weights are equal bytes, which the named-data store keeps once)."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import (
         get_xnnpack_edge_compile_config,
@@ -91,7 +108,7 @@ def export(
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    methods, schedule, rewritten = stages(wrapper, quant)
+    methods, schedule, rewritten = stages(wrapper, quant, entry)
     int4 = None
     if quant is Quant.INT4:
         from quantize.xnnpack_int4 import quantize_int4
@@ -101,10 +118,11 @@ def export(
                 raise ValueError("an int4 export needs its group size")
             int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
     seq = dynamic_shapes["input_ids"][1]
-    examples = {EMBED_METHOD: example}
+    examples: dict[str, tuple] = {EMBED_METHOD: example, FORWARD_METHOD: example}
     with torch.no_grad():
-        hidden, mask = methods[EMBED_METHOD](*example)
-    dims = {EMBED_METHOD: dynamic_shapes}
+        embed: Any = methods[EMBED_METHOD] if EMBED_METHOD in methods else methods[FORWARD_METHOD]
+        hidden, mask = (embed if EMBED_METHOD in methods else embed.embed)(*example)
+    dims = {EMBED_METHOD: dynamic_shapes, FORWARD_METHOD: dynamic_shapes}
     for name in methods:
         if name.startswith(GROUP_METHOD.format("")):
             examples[name] = (hidden, mask)
@@ -127,7 +145,7 @@ def export(
             programs,
             partitioner=[XnnpackPartitioner()],
             compile_config=get_xnnpack_edge_compile_config(),
-            constant_methods={SCHEDULE_METHOD: schedule},
+            constant_methods={SCHEDULE_METHOD: schedule} if EMBED_METHOD in methods else None,
         )
         program = edge.to_executorch(get_xnnpack_executorch_backend_config())
     with progress.step("executorch: writing .pte"):
@@ -140,5 +158,6 @@ def export(
         **({"int4": int4} if int4 else {}),
         "methods": sorted(methods),
         "layer_schedule": schedule,
-        "calling_convention": CALLING_CONVENTION_NAME,
+        "calling_convention": FORWARD_CONVENTION["name"] if entry == "forward" else CALLING_CONVENTION_NAME,
+        "entry": entry,
     }

@@ -42,14 +42,17 @@ class Runner:
     """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 
     The layer-loop program (``embed``, ``layer_group_G``, ``head``, ``layer_schedule``) is what
-    ``export`` writes; a single ``forward`` method (other tools' exports) is run as it is.
+    ``export`` writes by default and runs when present, unless ``entry="forward"``; a single ``forward``
+    method (``--pte-entry forward``, other tools' exports) is run as it is. Only the methods used load.
     """
 
-    def __init__(self, path: Path, threads: int | None = None, verification: str = "internal") -> None:
+    def __init__(
+        self, path: Path, threads: int | None = None, verification: str = "internal", entry: str | None = None
+    ) -> None:
         with _runtime_chatter_filtered():
-            self._load(path, threads, verification)
+            self._load(path, threads, verification, entry)
 
-    def _load(self, path: Path, threads: int | None, verification: str) -> None:
+    def _load(self, path: Path, threads: int | None, verification: str, entry: str | None) -> None:
         from executorch.runtime import Runtime, Verification
 
         import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
@@ -61,7 +64,11 @@ class Runner:
         level = Verification.InternalConsistency if verification == "internal" else Verification.Minimal
         self.program = Runtime.get().load_program(str(path), verification=level)
         names = self.program.method_names
-        if EMBED_METHOD in names:
+        if entry == "forward" and "forward" not in names:
+            from ...errors import ArtifactLoadError
+
+            raise ArtifactLoadError(f"{path.name} has no forward method; export it with --pte-entry forward or both")
+        if EMBED_METHOD in names and entry != "forward":
             schedule = [int(v) for v in self.program.load_method(SCHEDULE_METHOD).execute([])]
             self.embed = self.program.load_method(EMBED_METHOD)
             self.groups = {g: self.program.load_method(GROUP_METHOD.format(g)) for g in sorted(set(schedule))}

@@ -193,6 +193,17 @@ public class AppCoreTest {
     }
 
     @Test
+    public void aProgramWithBothEntriesRunsTheLoopAndNeverForward() throws Exception {
+        // --pte-entry both: the loop keeps one packed copy of the shared layer in RAM, so the app takes it
+        FakeProgram fake = new FakeProgram(true);
+        LayerLoop<float[]> both = LayerLoop.of(
+                fake, Arrays.asList("forward", "embed", "layer_schedule", "layer_group_0", "layer_group_1", "head"));
+        assertEquals("layer loop (3 layers)", both.describe());
+        assertEquals(31f, both.run(Arrays.asList(new float[4], new float[4], new float[4]))[0], 0f);
+        assertFalse(fake.calls.contains("forward"));
+    }
+
+    @Test
     public void aPlainForwardProgramRunsAndAProgramWithNeitherIsRefused() throws Exception {
         FakeProgram fake = new FakeProgram(true);
         LayerLoop<float[]> forward = LayerLoop.of(fake, Arrays.asList("forward"));
