@@ -30,6 +30,9 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", module=r"(%s)(\.|$)" % "|".join(_LIBRARIES))
     for name in _LIBRARIES:
         logging.getLogger(name).setLevel(logging.ERROR)
+    # torch resets the level of "torch" when it is first imported, after this ran; a child logger set
+    # here keeps its own (torchao's import warns through this one)
+    logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as tf_logging
 

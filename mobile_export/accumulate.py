@@ -99,6 +99,19 @@ class _Sums:
         )
 
 
+def plotted(
+    task: TaskSpec, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray]
+) -> tuple[Sequence[np.ndarray], Sequence[np.ndarray]]:
+    """The values a plot of reference against artifact shows: the outputs, or for a top-k head the
+    artifact's scores and fp32's probabilities of the same ids."""
+    if task.kind is OutputKind.TOP_K and len(reference) > len(actual):
+        from .topk_parity import topk_view
+
+        view = topk_view(reference, actual)
+        return view.reference, view.actual
+    return reference, actual
+
+
 class ParityAccumulator:
     """One artifact's parity against the reference, fed one example at a time; ``result`` gives what
     ``compare`` gives for the same examples, to the last digit.
@@ -122,6 +135,7 @@ class ParityAccumulator:
         self._decisive, self._decisive_agree = array("q"), array("q")
         # decisions that are near-ties at the example's own error: (example, reference margin, agreed)
         self._tie_example, self._tie_margin, self._tie_agree = array("q"), array("d"), array("b")
+        self.overlap_hits = self.overlap_slots = 0  # top-k heads: fp32's top K ids the artifact returned
 
     @property
     def n_examples(self) -> int:
@@ -130,8 +144,14 @@ class ParityAccumulator:
     def add(
         self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int = 0, label: int | None = None
     ) -> float:
-        """Fold in one example (its reference and artifact outputs, batch 1); returns its max |diff|."""
+        """Fold in one example (its reference and artifact outputs, batch 1); returns its max |diff|.
+
+        A top-k head's reference carries every slot's probabilities after its outputs: the artifact's
+        scores are then compared with fp32's probabilities of the same ids (``topk_parity``)."""
         i = self.total.examples
+        rows = None
+        if self.task.kind is OutputKind.TOP_K:
+            reference, actual, rows = self._topk(reference, actual)
         if len(reference) != len(actual):
             raise ValueError(f"example {i}: {len(actual)} outputs, expected {len(reference)}")
         maxes, signals, counts, abs_sums, noises, cosines = [], [], [], [], [], []
@@ -158,9 +178,10 @@ class ParityAccumulator:
         count = int(sum(counts))
         decisions = agree = decisive = decisive_agree = 0
         if self.task.has_argmax:
-            rows = rows_of(self.task.kind, reference, None)
-            dr, da = rows.argmax(-1), rows_of(self.task.kind, actual, None).argmax(-1)
-            margins, same = top_margins(rows), dr == da
+            kind = self.task.kind
+            ref_rows, act_rows = rows or (rows_of(kind, reference, None), rows_of(kind, actual, None))
+            dr, da = ref_rows.argmax(-1), act_rows.argmax(-1)
+            margins, same = top_margins(ref_rows), dr == da
             clear = margins > 2.0 * m
             decisions, agree = int(dr.size), int(np.sum(same))
             decisive, decisive_agree = int(np.sum(clear)), int(np.sum(same & clear))
@@ -193,9 +214,25 @@ class ParityAccumulator:
         self._decisive_agree.append(decisive_agree)
         return m
 
+    def _topk(
+        self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray]
+    ) -> tuple[Sequence[np.ndarray], Sequence[np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+        """A top-k example as values and decision rows; against another artifact (no probabilities) the
+        scores are compared as they are, without decisions."""
+        if len(reference) <= len(actual):
+            return [reference[2]], [actual[2]], (np.zeros((0, 1)), np.zeros((0, 1)))
+        from .topk_parity import topk_view
+
+        view = topk_view(reference, actual)
+        self.overlap_hits += view.overlap[0]
+        self.overlap_slots += view.overlap[1]
+        return view.reference, view.actual, (view.reference_rows, view.actual_rows)
+
     def merge(self, other: "ParityAccumulator") -> None:
         """Fold in the accumulator of the examples that follow these (the next batch)."""
         offset = self.total.examples
+        self.overlap_hits += other.overlap_hits
+        self.overlap_slots += other.overlap_slots
         self.total.merge(other.total)
         for k, sums in sorted(other.bucket_sums.items()):
             self.bucket_sums.setdefault(k, _Sums()).merge(sums)
@@ -307,6 +344,7 @@ class ParityAccumulator:
             near_ties=pooled.decisions - pooled.decisive,
             min_example_sqnr_db=pooled.min_example_sqnr_db,
             by_length=tuple(by_length),
+            topk_overlap=self.overlap_hits / self.overlap_slots if self.overlap_slots else None,
         )
 
 

@@ -26,7 +26,7 @@ from .progress import Progress
 from .reference import Example, output_width, reference_batch, tokenize
 from .tasks import OutputKind, TaskSpec
 from .texts import long_texts, parity_texts
-from .accumulate import ParityAccumulator
+from .accumulate import ParityAccumulator, plotted
 
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
@@ -182,7 +182,7 @@ class Checker:
             self.close()
             raise
         self.width = output_width(loaded.config, loaded.task)
-        self.per_token = loaded.task.kind is not OutputKind.SEQUENCE_LOGITS
+        self.per_token = loaded.task.per_token
         self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)
 
     def _emulated(self, check: ArtifactCheck, arm64):
@@ -240,12 +240,18 @@ class Checker:
         """Run ``items`` (text, label) through the reference and every artifact, adding them to ``tally``."""
         loaded = self.loaded
         examples = tokenize(loaded.tokenizer, [text for text, _ in items], self.max_len)
+        if loaded.task.kind is OutputKind.TOP_K:  # the head answers at masks: give every text some
+            from .heads import MASK_SLOTS
+            from .topk_parity import masked
+
+            examples = masked(examples, int(loaded.tokenizer.mask_token_id), MASK_SLOTS)
         for window in self.windows(examples):
             t0 = time.perf_counter()
             refs = self.reference(examples, window)
             tally.reference_seconds += time.perf_counter() - t0
             for k in window:
-                ex, label, ref = examples[k], items[k][1], refs.pop(k)
+                ex, label, full = examples[k], items[k][1], refs.pop(k)
+                ref = full[: len(loaded.task.outputs)]  # full: + what only the reference gives (top-k heads)
                 outputs = {}
                 for check, runner in zip(self.checks, self.runners):
                     if check.cpu:  # the emulated CPU models compute while this machine runs its own
@@ -259,8 +265,8 @@ class Checker:
                     )
                     tally.seconds[j].append(time.perf_counter() - t)
                     _same_outputs(_shown(check), loaded, ref, act)
-                    m = tally.parity[j].add(ref, act, ex.length, label)
-                    tally.plots[j].add(ref, act, ex.length, m)
+                    m = tally.parity[j].add(full, act, ex.length, label)
+                    tally.plots[j].add(*plotted(loaded.task, full, act), ex.length, m)
                     outputs[check.name] = act
                     if check.cpu and check.host is not None:
                         tally.vs_host[j].add(outputs[check.host], act, ex.length)

@@ -103,6 +103,9 @@ def _cmd_export(args) -> int:
         int4_group_size=args.group_size,
         int4_kernel=args.int4_kernel,
         pte_entry=args.pte_entry,
+        head=args.head,
+        pooling=args.pooling,
+        normalize=args.normalize,
     )
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))

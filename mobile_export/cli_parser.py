@@ -87,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
         "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
     )
+    ex.add_argument(
+        "--head",
+        help="fill-mask: full (default; every position's vocabulary logits) or topk[:K] (the top K tokens, "
+        "default 5, at the first 8 [MASK]s, computed in the graph: a fraction of the RAM)",
+    )
+    ex.add_argument(
+        "--pooling",
+        choices=["cls", "mean"],
+        help="feature-extraction: one sentence embedding [1, H] ([CLS] or the mean over real tokens) "
+        "instead of the last hidden state",
+    )
+    ex.add_argument("--normalize", action="store_true", help="with --pooling, L2-normalize the embedding")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")

@@ -87,12 +87,14 @@ class Thresholds:
             artifact's error can move) the artifact must reproduce.
         min_sqnr_db: signal-to-quantization-noise ratio over all outputs, and per length bucket.
         min_example_sqnr_db: floor on every single example's SQNR (no example may be badly wrong).
+        min_cosine: floor on every example's cosine to fp32 (sentence embeddings, whose use is a cosine).
     """
 
     max_abs_diff: float | None = None
     min_agreement: float | None = None
     min_sqnr_db: float | None = None
     min_example_sqnr_db: float | None = None
+    min_cosine: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_abs_diff is not None and self.max_abs_diff < 0:
@@ -117,9 +119,20 @@ class Thresholds:
             return Thresholds(min_agreement=0.98, min_sqnr_db=INT4_MIN_SQNR_DB, min_example_sqnr_db=10.0)
         return Thresholds(min_agreement=0.99, min_sqnr_db=20.0, min_example_sqnr_db=15.0)
 
+    @staticmethod
+    def default_for_task(quant: Quant, kind: str) -> "Thresholds":
+        """The defaults for ``quant``, plus a cosine floor for a pooled sentence embedding (int8 0.99,
+        int4 0.95: what an app's similarity search reads)."""
+        t = Thresholds.default_for(quant)
+        if kind == "sentence_embedding" and quant is not Quant.FP32:
+            return replace(t, min_cosine=0.99 if quant is Quant.INT8 else 0.95)
+        return t
+
     def explain(self) -> list[str]:
         """One line per active gate, for reports."""
         lines = []
+        if self.min_cosine is not None:
+            lines.append(f"cosine >= {self.min_cosine:g}: every example's output vector points where fp32's does")
         if self.max_abs_diff is not None:
             lines.append(
                 f"max |diff| <= {self.max_abs_diff:g}: no output value of any example is further from fp32 than this"
@@ -173,6 +186,10 @@ class ExportOptions:
         pte_entry: how the .pte is called (``--pte-entry``): ``loop`` (embed, the shared layer once per
             layer, head: one packed copy of the shared layer in RAM), ``forward`` (the whole model as one
             method, what ExecuTorch's own tools call) or ``both`` in one program sharing stored weights.
+        head: fill-mask only: ``full`` (default, the model's own head: every position's vocabulary
+            logits) or ``topk`` / ``topk:K`` (the top K tokens at the first 8 masks, in the graph).
+        pooling, normalize: feature-extraction only: ``cls`` or ``mean`` gives one sentence embedding
+            [1, H] instead of the last hidden state; ``normalize`` L2-normalizes it.
     """
 
     backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
@@ -188,6 +205,9 @@ class ExportOptions:
     int4_group_size: int | None = None
     int4_kernel: str = "nbits"
     pte_entry: str = "loop"
+    head: str | None = None
+    pooling: str | None = None
+    normalize: bool = False
 
     def __post_init__(self) -> None:
         if self.pte_entry not in PTE_ENTRIES:
@@ -223,6 +243,10 @@ class ExportOptions:
     @property
     def effective_thresholds(self) -> Thresholds:
         return self.thresholds or Thresholds.default_for(self.quant)
+
+    def thresholds_for(self, kind: str) -> Thresholds:
+        """The thresholds given, or the defaults for the quantization and the task's output kind."""
+        return self.thresholds or Thresholds.default_for_task(self.quant, kind)
 
 
 @dataclass(frozen=True)

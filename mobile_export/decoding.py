@@ -133,3 +133,18 @@ def fill_mask(
         best = best[np.argsort(-probs[best], kind="stable")]
         out.append(MaskFills(int(pos), tuple(Fill(int(t), token_of(int(t)), float(probs[t])) for t in best)))
     return out
+
+
+def top_k_slots(
+    positions: np.ndarray, ids: np.ndarray, scores: np.ndarray, top_k: int, token_of: Callable[[int], str]
+) -> list[MaskFills]:
+    """A top-k head's outputs ([slots], [slots, K], [slots, K]) -> the fills of its occupied slots."""
+    out = []
+    for slot, pos in enumerate(np.asarray(positions).reshape(-1)):
+        if pos < 0:
+            continue
+        fills = tuple(
+            Fill(int(t), token_of(int(t)), float(p)) for t, p in zip(ids[slot][:top_k], scores[slot][:top_k])
+        )
+        out.append(MaskFills(int(pos), fills))
+    return out

@@ -97,7 +97,9 @@ def open_export(folder: str | Path) -> ExportFolder:
     manifest = _read_json(path / MANIFEST, again)
     if not isinstance(manifest, dict) or "task" not in manifest or "artifacts" not in manifest:
         raise BadInputError(f"{path / MANIFEST} is not a mobile-export manifest (no task or artifacts); {again}")
-    task = get_task(str(manifest["task"]))
+    from .heads import HeadSpec, head_task
+
+    task = head_task(get_task(str(manifest["task"])), HeadSpec.from_manifest(manifest.get("head")))
     artifacts = []
     for entry in manifest["artifacts"]:
         try:

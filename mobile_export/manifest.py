@@ -46,6 +46,7 @@ def build_manifest(
         "schema_version": MANIFEST_SCHEMA,
         "task": loaded.task.name,
         "outputs": list(loaded.task.outputs),
+        "head": loaded.task.head,
         "artifacts": artifacts,
         "files": files,
         "golden": run.golden,

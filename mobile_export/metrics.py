@@ -74,6 +74,7 @@ class ParityResult:
     min_example_sqnr_db: float = math.inf
     coverage: Coverage | None = None  # quantization / delegation coverage read from the artifact
     by_length: tuple[LengthBucket, ...] = ()  # metrics per sequence-length bucket that has examples
+    topk_overlap: float | None = None  # top-k heads: share of fp32's top K ids the artifact returned
 
     @property
     def passed(self) -> bool:
@@ -91,6 +92,8 @@ class ParityResult:
                 f", decisive agreement {decisive} of {self.n_decisive} (raw {self.agreement:.2%}, "
                 f"{self.near_ties} near-ties)"
             )
+        if self.topk_overlap is not None:
+            line += f", top-k overlap {self.topk_overlap:.2%}"
         return line
 
     def to_dict(self) -> dict:
@@ -202,4 +205,6 @@ class Pooled:
             )
         if t.min_sqnr_db is not None and not self.sqnr_db >= t.min_sqnr_db:
             out.append(f"SQNR {self.sqnr_db:.1f} dB < {t.min_sqnr_db:.1f} dB")
+        if t.min_cosine is not None and self.n_examples and not self.min_cosine >= t.min_cosine:
+            out.append(f"lowest example cosine {self.min_cosine:.4f} < {t.min_cosine:.4f}")
         return [where + f for f in out]

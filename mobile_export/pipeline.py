@@ -14,6 +14,7 @@ import torch
 
 from . import backends, interrupts
 from .assets import labels, labels_file, write_tokenizer_assets
+from .heads import parse_head, with_head
 from .backends.base import ArtifactStats, ExportStats
 from .budgets import resolve_budget
 from .checking import ArtifactCheck, ParitySource
@@ -103,6 +104,7 @@ def export(
 
     with progress.step("loading checkpoint"):
         loaded = load_checkpoint(source, options.task)
+        loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
     data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     for note in loaded.notes:
         progress.say(f"note: {note}")
@@ -115,7 +117,7 @@ def export(
         ]
         del wrapper
         checks = [
-            ArtifactCheck(path.name, backend, path, options.quant, options.effective_thresholds)
+            ArtifactCheck(path.name, backend, path, options.quant, options.thresholds_for(loaded.task.kind.value))
             for backend, path, _, _ in exported
         ]
         try:

@@ -100,13 +100,16 @@ class Predictor:
         return decoding.answer(start[0], end[0], enc)
 
     def fill_mask(self, text: str, top_k: int = DEFAULT_TOP_K) -> list[MaskFills]:
-        """fill-mask: the top ``top_k`` tokens at every ``[MASK]`` of ``text``."""
+        """fill-mask: the top ``top_k`` tokens at every ``[MASK]`` of ``text`` (a top-k head: at its first
+        8 masks, at most its K)."""
         self._require("fill-mask")
         mask = self.tokenizer.mask_token_id
         if mask is None or self.tokenizer.mask_token not in text:
             raise BadInputError(f"fill-mask needs a {self.tokenizer.mask_token or '[MASK]'} in the text: {text[:60]!r}")
-        enc, (logits, *_) = self._outputs(text)
-        return decoding.fill_mask(logits[0], enc, int(mask), top_k, self._token)
+        enc, outputs = self._outputs(text)
+        if self.task.kind is OutputKind.TOP_K:  # the head already chose: read its slots
+            return decoding.top_k_slots(outputs[0][0], outputs[1][0], outputs[2][0], top_k, self._token)
+        return decoding.fill_mask(outputs[0][0], enc, int(mask), top_k, self._token)
 
     def embed(self, text: str) -> Embedding:
         """feature-extraction: the model's output vectors for ``text``."""

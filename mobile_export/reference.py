@@ -10,6 +10,7 @@ import torch
 from .tasks import OutputKind, TaskSpec
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+INTEGER_OUTPUTS = ("mask_positions", "top_ids")  # the top-k head's (heads.TopKMasked); every other output is float
 
 
 def not_an_export(shown: str, found: str):
@@ -76,7 +77,12 @@ def reference_outputs(model: torch.nn.Module, task: TaskSpec, examples: list[Exa
     results = []
     for ex in examples:
         out = model(**{k: torch.from_numpy(v) for k, v in ex.feeds.items()})
-        results.append([out[name].detach().float().numpy() for name in task.outputs])
+        results.append(
+            [
+                o.detach().numpy() if not o.dtype.is_floating_point else o.detach().float().numpy()
+                for o in (out[name] for name in (*task.outputs, *task.reference_extras))
+            ]
+        )
     return results
 
 
@@ -94,21 +100,26 @@ def reference_batch(
         for name in INPUT_NAMES:
             feeds[name][b, : ex.length] = ex.feeds[name][0]
     out = model(**{k: torch.from_numpy(v) for k, v in feeds.items()})
-    per_token = task.kind is not OutputKind.SEQUENCE_LOGITS  # outputs with a sequence axis (axis 1)
     results = []
     for b, ex in enumerate(examples):
         outs = []
-        for name in task.outputs:
+        for name in (*task.outputs, *task.reference_extras):
             o = out[name][b : b + 1]
-            outs.append((o[:, : ex.length] if per_token else o).detach().float().clone().numpy())
+            o = o[:, : ex.length] if task.per_token else o
+            # ids and positions stay integers (the artifact returns int64)
+            outs.append((o if not o.dtype.is_floating_point else o.float()).detach().clone().numpy())
         results.append(outs)
     return results
 
 
 def output_width(config, task: TaskSpec) -> int:
     """How many output values the model gives per token (per example for sequence classification)."""
-    if task.kind is OutputKind.HIDDEN_STATES:
+    if task.kind in (OutputKind.HIDDEN_STATES, OutputKind.SENTENCE_EMBEDDING):
         return int(config.hidden_size)
+    if task.kind is OutputKind.TOP_K:  # per example: the slots' probabilities (reference) dominate
+        from .heads import MASK_SLOTS
+
+        return int(config.vocab_size) * MASK_SLOTS
     if task.kind is OutputKind.SPAN_LOGITS:
         return 2
     if task.name == "fill-mask":

@@ -82,31 +82,77 @@ class Head(torch.nn.Module):
         return tuple(out[name] for name in self.output_names)
 
 
+class PhoneStage(torch.nn.Module):
+    """A phone head (``heads``) after the layers: (hidden[, the one model input it reads]) -> its outputs."""
+
+    def __init__(self, head: torch.nn.Module, output_names: tuple[str, ...], batch_one: bool, width: int) -> None:
+        super().__init__()
+        self.head = head
+        self.n_outputs = len(output_names)
+        self.batch_one = batch_one
+        self.width = width
+        self.head_inputs: tuple[str, ...] = tuple(getattr(head, "head_inputs", ()))
+
+    def _run(self, hidden, *extra):
+        if self.batch_one:
+            hidden = hidden.view(1, -1, self.width)
+        return tuple(self.head(hidden, *extra)[: self.n_outputs])
+
+
+class PhoneStageAlone(PhoneStage):
+    """A phone head that reads the hidden state only."""
+
+    def forward(self, hidden):
+        return self._run(hidden)
+
+
+class PhoneStageWithInput(PhoneStage):
+    """A phone head that also reads one model input (``head_inputs``)."""
+
+    def forward(self, hidden, extra):
+        return self._run(hidden, extra)
+
+
+def head_inputs(head: torch.nn.Module) -> list[int]:
+    """Indices among (input_ids, attention_mask, token_type_ids) of the inputs ``head`` reads after the hidden state."""
+    from .reference import INPUT_NAMES
+
+    return [INPUT_NAMES.index(n) for n in getattr(head, "head_inputs", ())]
+
+
 class Whole(torch.nn.Module):
     """embed, the groups in schedule order, head: the whole model as one method (``--pte-entry forward``).
 
     Built from the same modules as the loop's methods, so both quantize to the same stored weights."""
 
-    def __init__(self, embed: Embed, groups: list[Group], head: Head, schedule: list[int]) -> None:
+    def __init__(self, embed: Embed, groups: list[Group], head: torch.nn.Module, schedule: list[int]) -> None:
         super().__init__()
         self.embed = embed
         self.groups = torch.nn.ModuleList(groups)
         self.head = head
         self.schedule = list(schedule)
+        self.extra = head_inputs(head)
 
     def forward(self, input_ids, attention_mask, token_type_ids):
+        given = (input_ids, attention_mask, token_type_ids)
         hidden, mask = self.embed(input_ids, attention_mask, token_type_ids)
         for g in self.schedule:
             hidden = self.groups[g](hidden, mask)
-        return self.head(hidden)
+        return self.head(hidden, *[given[i] for i in self.extra])
 
 
-def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], Head]:
-    """``model`` (an ALBERT transformers model) as embed, one ``Group`` per layer group, and head.
+def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], torch.nn.Module]:
+    """``model`` (an ALBERT transformers model, or a ``heads.PhoneModel``) as embed, one ``Group`` per
+    layer group, and head.
 
     The pieces share the model's modules (nothing is copied but two shallow module shells).
     """
     base: Any = model.base_model
+    phone = getattr(model, "head", None)
+    if phone is not None and hasattr(phone, "head_inputs"):  # a heads.PhoneModel
+        cls = PhoneStageWithInput if phone.head_inputs else PhoneStageAlone
+        stage = cls(phone, tuple(output_names), batch_one, int(base.config.hidden_size)).eval()
+        return Embed(base, batch_one).eval(), [Group(g).eval() for g in base.encoder.albert_layer_groups], stage
     head_base = copy.copy(base)
     head_base._modules = dict(
         base._modules,

@@ -7,7 +7,8 @@ exporter and the parity checker need to know about the outputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from enum import Enum
 
 from .errors import UnsupportedError
@@ -18,6 +19,8 @@ class OutputKind(str, Enum):
     TOKEN_LOGITS = "token_logits"  # [batch, seq, n], argmax per (real) token
     SPAN_LOGITS = "span_logits"  # start/end [batch, seq], argmax per example over tokens
     HIDDEN_STATES = "hidden_states"  # [batch, seq, hidden]: no argmax, cosine/SQNR only
+    SENTENCE_EMBEDDING = "sentence_embedding"  # [batch, hidden] pooled (heads.Pooled): cosine/SQNR only
+    TOP_K = "top_k"  # fill-mask's top k at the masked positions (heads.TopKMasked): compared by token id
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,18 @@ class TaskSpec:
     outputs: tuple[str, ...]
     kind: OutputKind
     has_labels: bool  # config.id2label is meaningful (write labels.json)
+    reference_extras: tuple[str, ...] = ()  # outputs only the fp32 reference gives (parity compares with them)
+    # heads.HeadSpec.describe(): the model's own head unless a phone head replaced it
+    head: dict[str, Any] = field(default_factory=lambda: {"kind": "full"}, compare=False, hash=False)
 
     @property
     def has_argmax(self) -> bool:
-        return self.kind is not OutputKind.HIDDEN_STATES
+        return self.kind not in (OutputKind.HIDDEN_STATES, OutputKind.SENTENCE_EMBEDDING)
+
+    @property
+    def per_token(self) -> bool:
+        """Outputs have a sequence axis (axis 1), cut back to each example's length after a padded batch."""
+        return self.kind in (OutputKind.TOKEN_LOGITS, OutputKind.SPAN_LOGITS, OutputKind.HIDDEN_STATES)
 
 
 _TASKS: dict[str, TaskSpec] = {

@@ -116,7 +116,7 @@ def model_summary(loaded: LoadedModel) -> dict[str, Any]:
         "source": loaded.source,
         "weights_file": loaded.weights_file,
         "model_type": c.model_type,
-        "architecture": type(loaded.model).__name__,
+        "architecture": getattr(loaded.model, "architecture", None) or type(loaded.model).__name__,
         "task": loaded.task.name,
         "outputs": list(loaded.task.outputs),
         "config": config_summary(c.to_dict()),

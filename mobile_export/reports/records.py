@@ -85,6 +85,7 @@ class Parity:
     by_length: tuple[LengthBucket, ...]
     worst: tuple[Worst, ...]
     isa: tuple[IsaRun, ...]
+    topk_overlap: float | None = None  # top-k heads: share of fp32's top K ids the artifact returned
 
     @classmethod
     def from_json(cls, d: dict[str, Any], quant: str | None) -> Parity:
@@ -108,6 +109,7 @@ class Parity:
             tuple(_bucket(b) for b in d.get("by_length", ())),
             tuple(Worst(w["text"], int(w["length"]), w["max_abs_diff"]) for w in d.get("worst", ())),
             tuple(IsaRun.from_json(e) for e in d.get("isa", ())),
+            _opt_float(d.get("topk_overlap")),
         )
 
 

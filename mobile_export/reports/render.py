@@ -34,6 +34,8 @@ def _artifact_rows(report: ReportRecord) -> list[list[str]]:
     for a in report.artifacts:
         p = a.parity
         acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} (fp32 {_pct(p.reference_accuracy)})"
+        if p.topk_overlap is not None:
+            acc = f"top-k overlap {p.topk_overlap:.2%}"
         rows.append(
             [
                 a.file,

@@ -13,6 +13,7 @@ INT4_TABLE_OP = "quantized_decomposed::embedding_4bit"
 EMBED_METHOD = "embed"
 HEAD_METHOD = "head"
 SCHEDULE_METHOD = "layer_schedule"
+HEAD_INPUTS_METHOD = "head_inputs"  # only when the head reads model inputs (heads: top-k, mean pooling)
 GROUP_METHOD = "layer_group_{}"
 CALLING_CONVENTION_NAME = "albert-layer-loop/1"
 CALLING_CONVENTION: dict[str, Any] = {
@@ -21,11 +22,13 @@ CALLING_CONVENTION: dict[str, Any] = {
         EMBED_METHOD: "(input_ids, attention_mask, token_type_ids) int64 [1, S] -> (hidden float32 [1, S, 1, H], "
         "mask float32 [1, 1, S] additive)",
         GROUP_METHOD.format("G"): "(hidden, mask) -> hidden: layer group G (ALBERT's shared layer)",
-        HEAD_METHOD: "(hidden) -> the task's outputs",
+        HEAD_METHOD: "(hidden, *the model inputs head_inputs() names) -> the task's outputs",
         SCHEDULE_METHOD: "() -> one int per layer: which layer_group_G runs at that depth",
+        HEAD_INPUTS_METHOD: "() -> indices among (input_ids, attention_mask, token_type_ids) of the inputs head "
+        "reads after hidden; absent: none",
     },
     "loop": "hidden, mask = embed(ids, mask, types); for g in layer_schedule(): hidden = layer_group_g(hidden, mask); "
-    "outputs = head(hidden)",
+    "outputs = head(hidden, *[(ids, mask, types)[i] for i in head_inputs()])",
     "why": "every method's XNNPACK weights are packed once when the method loads: one method per shared layer "
     "keeps one packed copy in RAM however many layers run",
 }

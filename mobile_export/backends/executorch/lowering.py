@@ -17,6 +17,7 @@ from .convention import (
     FORWARD_CONVENTION,
     FORWARD_METHOD,
     GROUP_METHOD,
+    HEAD_INPUTS_METHOD,
     HEAD_METHOD,
     SCHEDULE_METHOD,
     entry_methods,
@@ -108,6 +109,8 @@ def export(
     )
     from executorch.exir import to_edge_transform_and_lower
 
+    from ...stages import head_inputs
+
     methods, schedule, rewritten = stages(wrapper, quant, entry)
     int4 = None
     if quant is Quant.INT4:
@@ -127,8 +130,9 @@ def export(
         if name.startswith(GROUP_METHOD.format("")):
             examples[name] = (hidden, mask)
             dims[name] = {"hidden": {1: seq}, "mask": {2: seq}}
-    examples[HEAD_METHOD] = (hidden,)
-    dims[HEAD_METHOD] = {"hidden": {1: seq}}
+    extra = head_inputs(methods[HEAD_METHOD]) if HEAD_METHOD in methods else []
+    examples[HEAD_METHOD] = (hidden, *[example[i] for i in extra])
+    dims[HEAD_METHOD] = {"hidden": {1: seq}, **({"extra": {1: seq}} if extra else {})}
     programs = {}
     with progress.step(f"executorch: torch.export of {len(methods)} methods"):
         for name, module in methods.items():
@@ -145,7 +149,11 @@ def export(
             programs,
             partitioner=[XnnpackPartitioner()],
             compile_config=get_xnnpack_edge_compile_config(),
-            constant_methods={SCHEDULE_METHOD: schedule} if EMBED_METHOD in methods else None,
+            constant_methods=(
+                {SCHEDULE_METHOD: schedule, **({HEAD_INPUTS_METHOD: extra} if extra else {})}
+                if EMBED_METHOD in methods
+                else None
+            ),
         )
         program = edge.to_executorch(get_xnnpack_executorch_backend_config())
     with progress.step("executorch: writing .pte"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_METHOD, SCHEDULE_METHOD
+from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_INPUTS_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 
 
 _NOISE = (b"[cpuinfo_utils.cpp:",)
@@ -74,6 +74,11 @@ class Runner:
             self.groups = {g: self.program.load_method(GROUP_METHOD.format(g)) for g in sorted(set(schedule))}
             self.schedule = schedule
             self.head = self.program.load_method(HEAD_METHOD)
+            self.head_inputs = (
+                [int(v) for v in self.program.load_method(HEAD_INPUTS_METHOD).execute([])]
+                if HEAD_INPUTS_METHOD in names
+                else []
+            )
             self.forward = None
         else:
             self.forward = self.program.load_method("forward")
@@ -88,5 +93,5 @@ class Runner:
             hidden, mask = self.embed.execute(inputs)
             for g in self.schedule:
                 (hidden,) = self.groups[g].execute([hidden, mask])
-            outputs = self.head.execute([hidden])
+            outputs = self.head.execute([hidden, *[inputs[i] for i in self.head_inputs]])
         return [o.detach().numpy().copy() for o in outputs]

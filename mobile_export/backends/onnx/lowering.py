@@ -72,7 +72,7 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     body, so ONNX Runtime builds and prepacks that layer once."""
     from onnx import TensorProto, helper
 
-    from ...stages import cut
+    from ...stages import cut, head_inputs
 
     embed, groups, head = cut(wrapper.model, tuple(wrapper.output_names), batch_one=False)
     layer = groups[0]
@@ -89,12 +89,20 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
         ["hidden", "mask"],
         ["hidden_out"],
     )
-    h = _to_onnx(head, (hidden,), {"hidden": {0: batch, 1: seq}}, ["hidden"], outputs)
+    extra = head_inputs(head)  # a phone head may read model inputs: wired to the graph's own inputs
+    h = _to_onnx(
+        head,
+        (hidden, *[example[i] for i in extra]),
+        {"hidden": {0: batch, 1: seq}, **({"extra": {0: batch, 1: seq}} if extra else {})},
+        ["hidden", *[INPUT_NAMES[i] for i in extra]],
+        outputs,
+    )
     ge = _prefixed(e.graph, "embed/", {n: n for n in INPUT_NAMES})
     gl = _prefixed(
         m.graph, "layer/", {"hidden": "layer/hidden_in", "mask": "embed/mask", "hidden_out": "layer/hidden_out"}
     )
-    gh = _prefixed(h.graph, "head/", {"hidden": "encoder/hidden", **{n: n for n in outputs}})
+    keep = {n: n for n in [*outputs, *[INPUT_NAMES[i] for i in extra]]}
+    gh = _prefixed(h.graph, "head/", {"hidden": "encoder/hidden", **keep})
     body = helper.make_graph(
         [*gl.node, helper.make_node("Identity", ["layer/cond_in"], ["layer/cond_out"], name="layer/cond")],
         "albert_shared_layer",
