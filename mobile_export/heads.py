@@ -163,14 +163,19 @@ class Pooled(torch.nn.Module):
         self.head_inputs: tuple[str, ...] = ("attention_mask",) if pooling == "mean" else ()
 
     def forward(self, hidden, *mask):
+        # sums as batched matmuls, which XNNPACK runs (it has no reduce-sum): keep @ hidden sums the real
+        # tokens' vectors, keep @ keep^T counts them (0/1), v @ v^T is the squared norm
         if self.pooling == "mean":
-            keep = mask[0].to(hidden.dtype).unsqueeze(-1)
-            vector = (hidden * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1.0)
+            keep = mask[0].to(hidden.dtype).unsqueeze(1)  # [B, 1, S]
+            total = torch.bmm(keep, hidden)  # [B, 1, H]
+            count = torch.bmm(keep, keep.transpose(1, 2))  # [B, 1, 1]
+            vector = total / count.clamp(min=1.0)
         else:
-            vector = hidden[:, 0]
+            vector = hidden[:, :1]  # [B, 1, H]
         if self.normalize:
-            vector = vector / vector.norm(dim=-1, keepdim=True).clamp(min=1e-12)
-        return (vector,)
+            squared = torch.bmm(vector, vector.transpose(1, 2))  # [B, 1, 1]
+            vector = vector / torch.sqrt(squared.clamp(min=1e-24))
+        return (vector[:, 0],)
 
 
 class PhoneModel(torch.nn.Module):

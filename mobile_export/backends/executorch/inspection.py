@@ -133,6 +133,7 @@ def _xnnpack_graph(blob: bytes) -> dict:
     import glob
     import json
     import os
+    import re
     import tempfile
 
     from executorch.backends.xnnpack.serialization import xnnpack_graph_serialize
@@ -149,7 +150,9 @@ def _xnnpack_graph(blob: bytes) -> dict:
         )
         [out] = glob.glob(os.path.join(tmp, "*.json"))
         with open(out) as f:
-            return json.load(f)
+            text = f.read()
+    # flatc writes float infinities and NaN bare (a clamp without an upper bound: output_max inf)
+    return json.loads(re.sub(r"(?<=[:\[,\s])(-?)inf\b", r"\1Infinity", re.sub(r"(?<=[:\[,\s])nan\b", "NaN", text)))
 
 
 def _int_fields(value, found: list, key_suffix: str) -> None:
