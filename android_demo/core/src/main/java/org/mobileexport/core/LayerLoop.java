@@ -9,7 +9,10 @@ import java.util.List;
 /**
  * How a .pte is called, from the methods it has (as Python's runner decides): the export's layer loop
  * ({@code embed}, then {@code layer_group_G} once per entry of {@code layer_schedule}, then {@code head})
- * when it has {@code embed}, else a plain {@code forward}. Written against {@link Program} so the JVM
+ * when it has {@code embed}, else a plain {@code forward}. A head that reads model inputs (a phone head:
+ * top-k fill-mask reads input_ids, mean pooling attention_mask) gets them after the hidden state, in the
+ * order of the constant method {@code head_inputs} (indices among the three inputs). Written against
+ * {@link Program} so the JVM
  * tests it with a fake of ExecuTorch's {@code Module}.
  *
  * <p>Outputs of a method may be views of that method's own planned memory (ExecuTorch's JNI wraps them
@@ -33,10 +36,12 @@ public final class LayerLoop<V> {
 
     private final Program<V> program;
     private final List<String> layers; // null: plain forward
+    private final List<Integer> headInputs; // indices among (input_ids, attention_mask, token_type_ids)
 
-    private LayerLoop(Program<V> program, List<String> layers) {
+    private LayerLoop(Program<V> program, List<String> layers, List<Integer> headInputs) {
         this.program = program;
         this.layers = layers;
+        this.headInputs = headInputs;
     }
 
     /** The calling convention of a program with {@code methods}; IOException if it has neither. */
@@ -55,10 +60,20 @@ public final class LayerLoop<V> {
                 }
                 layers.add(name);
             }
-            return new LayerLoop<>(program, layers);
+            List<Integer> headInputs = new ArrayList<>();
+            if (methods.contains("head_inputs")) {
+                for (V i : program.execute("head_inputs", new ArrayList<>())) {
+                    long index = program.toLong(i);
+                    if (index < 0 || index > 2) {
+                        throw new IOException("head_inputs names input " + index + "; there are 3 inputs");
+                    }
+                    headInputs.add((int) index);
+                }
+            }
+            return new LayerLoop<>(program, layers, headInputs);
         }
         if (methods.contains("forward")) {
-            return new LayerLoop<>(program, null);
+            return new LayerLoop<>(program, null, new ArrayList<>());
         }
         throw new IOException("the .pte has neither the layer loop (embed, layer_schedule, head) nor forward; "
                 + "methods: " + methods);
@@ -71,8 +86,13 @@ public final class LayerLoop<V> {
 
     /** The first output for {@code inputs} (input_ids, attention_mask, token_type_ids). */
     public V run(List<V> inputs) throws Exception {
+        return runAll(inputs).get(0);
+    }
+
+    /** Every output for {@code inputs} (a top-k head has three: positions, ids, scores). */
+    public List<V> runAll(List<V> inputs) throws Exception {
         if (layers == null) {
-            return program.execute("forward", inputs).get(0);
+            return program.execute("forward", inputs);
         }
         List<V> embedded = program.execute("embed", inputs);
         V hidden = program.copy(embedded.get(0));
@@ -80,6 +100,11 @@ public final class LayerLoop<V> {
         for (String layer : layers) {
             hidden = program.copy(program.execute(layer, Arrays.asList(hidden, mask)).get(0));
         }
-        return program.execute("head", Arrays.asList(hidden)).get(0);
+        List<V> headArgs = new ArrayList<>();
+        headArgs.add(hidden);
+        for (int i : headInputs) {
+            headArgs.add(inputs.get(i));
+        }
+        return program.execute("head", headArgs);
     }
 }

@@ -20,6 +20,7 @@ public final class SelfTest {
     public static final class Golden {
         public final String text;
         public final long[] inputIds;
+        /** The first output's fp32 values (logits, or a sentence embedding). */
         public final float[] logits;
 
         public Golden(String text, long[] inputIds, float[] logits) {
@@ -49,10 +50,13 @@ public final class SelfTest {
     private SelfTest() {
     }
 
-    /** Golden examples of {@code manifest.json} (output "logits"). */
+    /** Golden examples of {@code manifest.json}: the values of its first output ("logits", "sentence_embedding"). */
     public static List<Golden> load(AssetSource source, String manifest) throws IOException {
         try {
-            JSONArray arr = source.json(manifest).getJSONArray("golden");
+            JSONObject root = source.json(manifest);
+            JSONArray names = root.optJSONArray("outputs");
+            String output = names != null && names.length() > 0 ? names.getString(0) : "logits";
+            JSONArray arr = root.getJSONArray("golden");
             List<Golden> out = new ArrayList<>();
             for (int i = 0; i < arr.length(); i++) {
                 JSONObject g = arr.getJSONObject(i);
@@ -61,7 +65,7 @@ public final class SelfTest {
                 for (int k = 0; k < idArr.length; k++) {
                     idArr[k] = ids.getLong(k);
                 }
-                JSONArray values = g.getJSONObject("outputs").getJSONObject("logits").getJSONArray("values");
+                JSONArray values = g.getJSONObject("outputs").getJSONObject(output).getJSONArray("values");
                 float[] logits = new float[values.length()];
                 for (int k = 0; k < logits.length; k++) {
                     logits[k] = (float) values.getDouble(k);

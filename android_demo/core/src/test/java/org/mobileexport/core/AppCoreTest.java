@@ -149,6 +149,9 @@ public class AppCoreTest {
             if (method.equals("layer_schedule")) {
                 return Arrays.asList(new float[] {0}, new float[] {0}, new float[] {1});
             }
+            if (method.equals("head_inputs")) { // a top-k head reads input_ids (input 0)
+                return Arrays.asList(new float[] {0});
+            }
             float[] out = buffers.computeIfAbsent(method, k -> new float[4]);
             switch (method) {
                 case "embed":
@@ -156,6 +159,9 @@ public class AppCoreTest {
                     return Arrays.asList(out, new float[] {0, 0, 0, 0});
                 case "head":
                 case "forward":
+                    if (in.size() == 2) { // hidden + input_ids: the head's second output reads the ids
+                        return Arrays.asList(new float[] {in.get(0)[0]}, in.get(1).clone());
+                    }
                     return Arrays.asList(new float[] {in.get(0)[0], -in.get(0)[0]});
                 default: // a layer: the plan puts its output over its input; clears it, then reads the input
                     Arrays.fill(out, 0);
@@ -190,6 +196,20 @@ public class AppCoreTest {
         // The same plan without the copies: layer_group_0's second call reads the output it just cleared.
         LayerLoop<float[]> aliased = LayerLoop.of(new FakeProgram(false), methods);
         assertFalse(aliased.run(Arrays.asList(new float[4], new float[4], new float[4]))[0] == 31f);
+    }
+
+    @Test
+    public void aHeadThatReadsModelInputsGetsThemInHeadInputsOrder() throws Exception {
+        FakeProgram fake = new FakeProgram(true);
+        LayerLoop<float[]> loop = LayerLoop.of(
+                fake, Arrays.asList("embed", "layer_schedule", "layer_group_0", "layer_group_1", "head", "head_inputs"));
+        List<float[]> out = loop.runAll(Arrays.asList(new float[] {7, 8, 9, 4}, new float[4], new float[4]));
+        assertEquals(31f, out.get(0)[0], 0f);
+        assertArrayEquals(new float[] {7, 8, 9, 4}, out.get(1), 0f); // input_ids reached the head
+        // without head_inputs the head gets the hidden state alone (the export's other heads)
+        LayerLoop<float[]> plain = LayerLoop.of(
+                new FakeProgram(true), Arrays.asList("embed", "layer_schedule", "layer_group_0", "layer_group_1", "head"));
+        assertEquals(2, plain.runAll(Arrays.asList(new float[4], new float[4], new float[4])).get(0).length);
     }
 
     @Test

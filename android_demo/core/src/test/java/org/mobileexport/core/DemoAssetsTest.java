@@ -140,4 +140,25 @@ public class DemoAssetsTest {
             Locale.setDefault(before);
         }
     }
+
+    @Test
+    public void aPooledEmbeddingIsReadAsItIsAndCheckedByCosine() throws Exception {
+        // a manifest of an export --pooling mean --normalize: its golden example's vector is the output
+        File dir = java.nio.file.Files.createTempDirectory("pooled").toFile();
+        java.nio.file.Files.write(new File(dir, "manifest.json").toPath(), ("{\"task\": \"feature-extraction\", "
+                + "\"outputs\": [\"sentence_embedding\"], \"golden\": [{\"text\": \"\", \"input_ids\": [2, 3], "
+                + "\"outputs\": {\"sentence_embedding\": {\"shape\": [1, 4], \"values\": [0.6, 0.0, -0.8, 0.0]}}}]}")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        List<SelfTest.Golden> golden = SelfTest.load(AssetSource.directory(dir), "manifest.json");
+        assertArrayEquals(new float[] {0.6f, 0f, -0.8f, 0f}, golden.get(0).logits, 0f);
+        SelfTest.Result same = SentenceEmbedding.check(golden, encoder, fixed(0.59f, 0.01f, -0.8f, 0f), 0.99);
+        assertTrue(same.message, same.passed);
+        SelfTest.Result turned = SentenceEmbedding.check(golden, encoder, fixed(0.8f, 0f, -0.6f, 0f), 0.99);
+        assertFalse(turned.passed); // cosine 0.96
+        assertTrue(turned.message, turned.message.contains("cosine 0.96000 < 0.99000"));
+        SelfTest.Result wrongShape = SentenceEmbedding.check(golden, encoder, fixed(0.6f, -0.8f), 0.99);
+        assertFalse(wrongShape.passed);
+        assertTrue(wrongShape.message, wrongShape.message.contains("expected 4"));
+        assertEquals(1.0, SentenceEmbedding.cosine(new float[2], new float[2]), 0);
+    }
 }
