@@ -42,6 +42,9 @@ def _cmd_parity(args) -> int:
         isa=args.isa,
         cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
         arm64_env=args.arm64_env,
+        head=args.head,
+        pooling=args.pooling,
+        normalize=args.normalize,
     )
     report = parity_check(
         args.checkpoint, args.artifacts, out=args.out, options=options, progress=Silent() if args.quiet else Progress()

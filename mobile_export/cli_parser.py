@@ -161,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--arm64-env",
         help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or ~/.cache/mobile-export/arm64)",
     )
+    pa.add_argument(
+        "--head", help="fill-mask artifacts exported with --head topk[:K] (default: as manifest.json beside them says)"
+    )
+    pa.add_argument("--pooling", choices=["cls", "mean"], help="feature-extraction artifacts exported with --pooling")
+    pa.add_argument("--normalize", action="store_true", help="with --pooling: exported with --normalize")
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
     pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 

@@ -275,6 +275,9 @@ class ParityOptions:
     ray_workers: int | None = None
     isa: str | None = None
     cpus: tuple[str, ...] = ("cortex-a53", "cortex-a76", "cortex-a710")
+    head: str | None = None  # as ExportOptions; None: what a manifest.json beside the first artifact records
+    pooling: str | None = None
+    normalize: bool = False
     arm64_env: str | None = None
 
 

@@ -143,8 +143,6 @@ def top_k_slots(
     for slot, pos in enumerate(np.asarray(positions).reshape(-1)):
         if pos < 0:
             continue
-        fills = tuple(
-            Fill(int(t), token_of(int(t)), float(p)) for t, p in zip(ids[slot][:top_k], scores[slot][:top_k])
-        )
+        fills = tuple(Fill(int(t), token_of(int(t)), float(p)) for t, p in zip(ids[slot][:top_k], scores[slot][:top_k]))
         out.append(MaskFills(int(pos), fills))
     return out

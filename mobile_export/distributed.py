@@ -24,15 +24,19 @@ QUEUED_PER_WORKER = 2  # batches given to a worker ahead, so it never waits for 
 class _Worker:
     """One Ray actor: the checkpoint and every artifact's runtime, loaded once, one thread each."""
 
-    def __init__(self, checkpoint: str, task: str, checks: Sequence[ArtifactCheck], max_len: int) -> None:
+    def __init__(
+        self, checkpoint: str, task: str, checks: Sequence[ArtifactCheck], max_len: int, head: dict | None = None
+    ) -> None:
         import torch
 
         from ._quiet import quiet_libraries
+        from .heads import HeadSpec, with_head
         from .loading import load_checkpoint
 
         quiet_libraries()
         torch.set_num_threads(1)
-        self.checker = Checker(load_checkpoint(checkpoint, task), checks, max_len, threads=1)
+        loaded = with_head(load_checkpoint(checkpoint, task), HeadSpec.from_manifest(head))
+        self.checker = Checker(loaded, checks, max_len, threads=1)
 
     def run(self, index: int, items: list[tuple[str, int | None]]) -> Tally:
         tally = self.checker.new_tally(seed=index)
@@ -101,7 +105,7 @@ def run_on_ray(
     try:
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(num_cpus=1)(_Worker)
-        actors = [actor.remote(checkpoint, loaded.task.name, list(checks), max_len) for _ in range(n)]
+        actors = [actor.remote(checkpoint, loaded.task.name, list(checks), max_len, loaded.task.head) for _ in range(n)]
         progress.say(f"parity: {n} Ray workers at {address}, {BATCH_TEXTS} texts a batch")
         tally = Tally.empty(loaded.task, checks)
         line = RateLine(progress, len(source), checks)

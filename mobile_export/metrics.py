@@ -132,8 +132,13 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def decisions_of(kind: OutputKind, outputs: Sequence[np.ndarray]) -> np.ndarray:
-    """The argmax decisions the task makes from one example's outputs (batch 1)."""
-    return rows_of(kind, outputs).argmax(-1) if kind is not OutputKind.HIDDEN_STATES else np.zeros(0, np.int64)
+    """The argmax decisions the task makes from one example's outputs (batch 1); a top-k head's: its
+    first id at every occupied slot."""
+    if kind is OutputKind.TOP_K:
+        return np.asarray(outputs[1])[0, :, 0][np.asarray(outputs[0])[0] >= 0]
+    if kind in (OutputKind.HIDDEN_STATES, OutputKind.SENTENCE_EMBEDDING):
+        return np.zeros(0, np.int64)
+    return rows_of(kind, outputs).argmax(-1)
 
 
 def rows_of(kind: OutputKind, outputs: Sequence[np.ndarray], dtype: type | None = np.float64) -> np.ndarray:

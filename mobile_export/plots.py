@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .tasks import TaskSpec
+from .tasks import OutputKind, TaskSpec
 from .metrics import decisions_of
 
 MAX_POINTS = 3000
@@ -124,8 +124,10 @@ class CrossRuntime:
 
     def add(self, outputs: dict[str, Sequence[np.ndarray]]) -> None:
         """Fold in one example's outputs of every artifact."""
+        # a top-k head's ids and positions are labels, not values: only its scores are compared by value
+        values = {n: [o[2]] if self.task.kind is OutputKind.TOP_K else o for n, o in outputs.items()}
         for k, (a, b) in enumerate(self.pairs):
-            for x, y in zip(outputs[a], outputs[b]):
+            for x, y in zip(values[a], values[b]):
                 if np.size(x):
                     self.max_diff[k] = max(
                         self.max_diff[k], float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))

@@ -4,6 +4,7 @@ judged (``parity``)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from .config import Backend, ParityOptions, Quant, Thresholds, resolve_max_len
 from .data import read_parity_file
 from .errors import BadInputError, MobileExportError, ParityError
 from .figures import latency_summary
+from .heads import HeadSpec, parse_head, with_head
 from .fsutil import sha256_file, write_json
 from .loading import LoadedModel, load_checkpoint
 from .plots import PlotData
@@ -121,6 +123,21 @@ def detect_quant(path: Path) -> Quant:
     return backends.load(backends.for_path(path)).stored_quant(path)
 
 
+def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
+    """The head the artifacts were exported with: ``--head`` / ``--pooling`` when given, else what a
+    manifest.json beside the first artifact records (when it fits the checkpoint's task)."""
+    if options.head or options.pooling or options.normalize:
+        return parse_head(task, options.head, options.pooling, options.normalize)
+    manifest = paths[0].parent / "manifest.json"
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("head") if manifest.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    spec = HeadSpec.from_manifest(recorded if isinstance(recorded, dict) else None)
+    fits = {"topk": "fill-mask", "pool": "feature-extraction"}.get(spec.kind, task) == task
+    return spec if fits else HeadSpec()
+
+
 def parity_check(
     source: str | os.PathLike,
     artifacts: list[str | os.PathLike],
@@ -162,6 +179,7 @@ def parity_check(
             raise BadInputError(f"--out {out} is a file; pass a folder")
     with progress.step("loading checkpoint"):
         loaded = load_checkpoint(source, options.task)
+        loaded = with_head(loaded, _head_of(options, loaded.task.name, paths))
     data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
     max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
     names = [p.name for p in given]
@@ -171,7 +189,7 @@ def parity_check(
             backends.for_path(p),
             p.resolve(),
             q,
-            options.thresholds or Thresholds.default_for(q),
+            options.thresholds or Thresholds.default_for_task(q, loaded.task.kind.value),
         )
         for g, p, q in zip(given, paths, quants)
     ]
