@@ -21,6 +21,7 @@ def _thresholds(args, quant):
         min_agreement=args.min_agreement,
         min_sqnr_db=args.min_sqnr,
         min_example_sqnr_db=args.min_example_sqnr,
+        min_cosine=args.min_cosine,
     )
 
 

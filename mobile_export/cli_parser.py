@@ -250,3 +250,8 @@ def threshold_args(p) -> None:
     p.add_argument(
         "--min-example-sqnr", type=float, help="parity floor on every example's SQNR in dB (default: 15 for int8)"
     )
+    p.add_argument(
+        "--min-cosine",
+        type=float,
+        help="parity floor on every example's cosine to fp32 (default: 0.99 for an int8 pooled embedding, 0.95 int4)",
+    )
