@@ -269,9 +269,7 @@ def export_one(
                 if quant is Quant.INT4
                 else {}
             )
-            if backend is Backend.EXECUTORCH:  # the .pte's methods (--pte-entry); the .onnx is one graph either way
-                int4["entry"] = options.pte_entry
-            stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4)
+            stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4, entry=options.pte_entry)
     except MobileExportError:
         raise
     except Exception as exc:

@@ -133,8 +133,10 @@ class Format(Protocol):
         progress: Any,
         group_size: int | None = None,
         int4_kernel: str | None = None,
+        entry: str = "loop",
     ) -> ExportStats:
-        """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json)."""
+        """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json).
+        ``entry`` (``--pte-entry``) shapes a program of methods; a one-graph format ignores it."""
         ...
 
     def files(self, path: Path) -> list[Path]:

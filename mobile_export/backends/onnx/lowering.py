@@ -146,11 +146,13 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str = "nbits",
+    entry: str = "loop",
 ) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
-    layer; several layer groups are written unrolled.
+    layer; several layer groups are written unrolled. ``entry`` is the .pte's choice: the .onnx is one
+    graph either way.
     """
     import onnx
 

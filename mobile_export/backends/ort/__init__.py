@@ -145,6 +145,7 @@ def export(
     progress,
     group_size: int | None = None,
     int4_kernel: str = "nbits",
+    entry: str = "loop",
 ) -> ExportStats:
     import onnxruntime as ort
 
