@@ -11,6 +11,7 @@ import pytest
 from mobile_export import Backend, BadInputError, ExportOptions, Quant, export, load
 from mobile_export.cli import main
 from mobile_export.texts import CHINESE, ENGLISH
+from pipelines import assert_fills_equal_pipeline, pipeline_for
 
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)
 MASKED = [
@@ -46,20 +47,8 @@ def _model(task, ckpt):
 
 @pytest.mark.parametrize("backend", BOTH)
 def test_topk_equals_the_fill_mask_pipeline(exported, backend):
-    from transformers import AutoTokenizer, pipeline
-
     ckpt, out = exported("fill-mask", Quant.FP32, head="topk:5")
-    pipe = pipeline("fill-mask", model=_model("fill-mask", ckpt), tokenizer=AutoTokenizer.from_pretrained(str(ckpt)),
-                    top_k=5, device="cpu")
-    predictor = load(out, backend=backend)
-    for text in MASKED:
-        expected = pipe(text)
-        expected = [expected] if isinstance(expected[0], dict) else expected
-        got = predictor.fill_mask(text, top_k=5)
-        assert len(got) == len(expected) == text.count("[MASK]")
-        for mask, fills in zip(got, expected):
-            assert [f.token_id for f in mask.fills] == [f["token"] for f in fills]
-            assert [f.score for f in mask.fills] == pytest.approx([f["score"] for f in fills], abs=1e-4)
+    assert_fills_equal_pipeline(load(out, backend=backend), pipeline_for("fill-mask", ckpt, top_k=5), MASKED)
 
 
 def test_topk_outputs_and_manifest(exported):

@@ -13,6 +13,7 @@ import pytest
 from mobile_export import Backend, ExportOptions, Quant, export, load
 from mobile_export.cli import main
 from mobile_export.texts import CHINESE, ENGLISH
+from pipelines import assert_fills_equal_pipeline, pipeline_for
 
 NER_LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 TEXTS = ENGLISH[:6] + CHINESE[:4]
@@ -42,13 +43,7 @@ def _scores(pipe, text) -> list[dict]:
     return out[0] if isinstance(out[0], list) else out
 
 
-def _pipeline(task, ckpt, **kwargs):
-    from transformers import AutoTokenizer, pipeline
-
-    from mobile_export.tasks import model_class_for
-
-    model = model_class_for(task).from_pretrained(str(ckpt)).eval()
-    return pipeline(task, model=model, tokenizer=AutoTokenizer.from_pretrained(str(ckpt)), device="cpu", **kwargs)
+_pipeline = pipeline_for
 
 
 @pytest.mark.parametrize("backend", BOTH)
@@ -132,16 +127,8 @@ def test_question_answering_equals_transformers_decoding(exported, backend):
 def test_fill_mask_equals_pipeline(exported, backend):
     ckpt, out = exported("fill-mask")
     pipe = _pipeline("fill-mask", ckpt, top_k=5)
-    predictor = load(out, backend=backend)
-    for text in ["the quick brown [MASK] jumps over the lazy dog.", "这家餐厅的[MASK]真好吃，服务也很[MASK]到。"]:
-        expected = pipe(text)
-        expected = [expected] if isinstance(expected[0], dict) else expected
-        got = predictor.fill_mask(text, top_k=5)
-        assert len(got) == len(expected) == text.count("[MASK]")
-        for mask, fills in zip(got, expected):
-            assert [f.token_id for f in mask.fills] == [f["token"] for f in fills]
-            assert [f.token for f in mask.fills] == [f["token_str"] for f in fills]
-            assert [f.score for f in mask.fills] == pytest.approx([f["score"] for f in fills], abs=1e-4)
+    texts = ["the quick brown [MASK] jumps over the lazy dog.", "这家餐厅的[MASK]真好吃，服务也很[MASK]到。"]
+    assert_fills_equal_pipeline(load(out, backend=backend), pipe, texts)
 
 
 @pytest.mark.parametrize("backend", BOTH)

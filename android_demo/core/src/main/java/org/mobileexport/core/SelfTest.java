@@ -78,8 +78,56 @@ public final class SelfTest {
         }
     }
 
-    /** Runs every golden example through {@code encoder} and {@code runner}. */
+    /** How one golden example's output is judged against fp32's. */
+    public interface Judge {
+        /** How far {@code got} is from {@code expected} (0: the same). */
+        double error(float[] got, float[] expected);
+
+        /** Why {@code got} fails, or null when it passes. */
+        String failure(float[] got, float[] expected, double error);
+
+        /** What {@link #error} measures, for the summary line (e.g. "max |diff|"). */
+        String measure();
+    }
+
+    /** Logits: max |diff| within {@code tolerance} and the same top class. */
+    public static Judge logits(double tolerance) {
+        return new Judge() {
+            @Override
+            public double error(float[] got, float[] expected) {
+                double diff = 0;
+                for (int i = 0; i < got.length; i++) {
+                    diff = Math.max(diff, Math.abs(got[i] - expected[i]));
+                }
+                return diff;
+            }
+
+            @Override
+            public String failure(float[] got, float[] expected, double diff) {
+                String why = "";
+                if (Double.isNaN(diff) || diff > tolerance) {
+                    why += String.format(Locale.ROOT, "max |diff| %.4g > %.4g; ", diff, tolerance);
+                }
+                if (Classifier.argmax(got) != Classifier.argmax(expected)) {
+                    why += "top class differs; ";
+                }
+                return why.isEmpty() ? null : why;
+            }
+
+            @Override
+            public String measure() {
+                return "max |diff|";
+            }
+        };
+    }
+
+    /** Runs every golden example through {@code encoder} and {@code runner}; logits judged by {@link #logits}. */
     public static Result run(List<Golden> golden, TextEncoder encoder, ModelRunner runner, double tolerance) {
+        return run(golden, encoder, runner, logits(tolerance));
+    }
+
+    /** Runs every golden example through {@code encoder} and {@code runner}, each output judged by {@code judge}. */
+    public static Result run(List<Golden> golden, TextEncoder encoder, ModelRunner runner, Judge judge) {
         boolean idsMatch = true;
         boolean passed = !golden.isEmpty();
         double worst = 0;
@@ -100,25 +148,19 @@ public final class SelfTest {
             }
             if (got.length != g.logits.length) {
                 return new Result(idsMatch, false, Double.NaN, 0,
-                        runner.name() + " gave " + got.length + " logits, expected " + g.logits.length);
+                        runner.name() + " gave " + got.length + " values, expected " + g.logits.length);
             }
-            double diff = 0;
-            for (int i = 0; i < got.length; i++) {
-                diff = Math.max(diff, Math.abs(got[i] - g.logits[i]));
-            }
-            worst = Math.max(worst, diff);
-            if (Double.isNaN(diff) || diff > tolerance) {
+            double error = judge.error(got, g.logits);
+            worst = Double.isNaN(error) ? error : Math.max(worst, error);
+            String failure = judge.failure(got, g.logits, error);
+            if (failure != null) {
                 passed = false;
-                why.append(String.format(Locale.ROOT, "max |diff| %.4g > %.4g; ", diff, tolerance));
-            }
-            if (Classifier.argmax(got) != Classifier.argmax(g.logits)) {
-                passed = false;
-                why.append("top class differs; ");
+                why.append(failure);
             }
         }
         String message = golden.isEmpty() ? "no golden examples in the manifest"
-                : passed ? String.format(Locale.ROOT, "%s agrees with PyTorch fp32 on %d examples (max |diff| %.3g)",
-                        runner.name(), golden.size(), worst)
+                : passed ? String.format(Locale.ROOT, "%s agrees with PyTorch fp32 on %d examples (%s %.3g)",
+                        runner.name(), golden.size(), judge.measure(), worst)
                 : runner.name() + ": " + why.toString().trim();
         return new Result(idsMatch, passed, worst, golden.size(), message);
     }

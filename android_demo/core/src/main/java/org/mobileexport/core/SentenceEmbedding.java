@@ -1,6 +1,5 @@
 package org.mobileexport.core;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 
@@ -42,38 +41,31 @@ public final class SentenceEmbedding {
         return dot / Math.sqrt(na * nb);
     }
 
-    /** The self-test for embeddings: same ids as Python, and each vector's cosine to fp32's at least {@code minCosine}. */
+    /** The self-test's judge for embeddings: each vector's cosine to fp32's at least {@code minCosine}. */
+    public static SelfTest.Judge judge(double minCosine) {
+        return new SelfTest.Judge() {
+            @Override
+            public double error(float[] got, float[] expected) {
+                return 1 - cosine(got, expected);
+            }
+
+            @Override
+            public String failure(float[] got, float[] expected, double error) {
+                double cos = 1 - error;
+                return Double.isNaN(cos) || cos < minCosine
+                        ? String.format(Locale.ROOT, "cosine %.5f < %.5f; ", cos, minCosine) : null;
+            }
+
+            @Override
+            public String measure() {
+                return "1 - lowest cosine";
+            }
+        };
+    }
+
+    /** The self-test for embeddings: same ids as Python, and every vector's cosine to fp32's at least {@code minCosine}. */
     public static SelfTest.Result check(List<SelfTest.Golden> golden, TextEncoder encoder, ModelRunner runner,
             double minCosine) {
-        boolean idsMatch = true;
-        boolean passed = !golden.isEmpty();
-        double lowest = 1;
-        StringBuilder why = new StringBuilder();
-        for (SelfTest.Golden g : golden) {
-            Encoding enc = encoder.encode(g.text);
-            if (!Arrays.equals(enc.inputIds, g.inputIds)) {
-                idsMatch = false;
-                passed = false;
-                why.append("tokenizer ids differ from Python's; ");
-                continue;
-            }
-            float[] got;
-            try {
-                got = of(runner.run(enc), g.logits.length);
-            } catch (Exception e) {
-                return new SelfTest.Result(idsMatch, false, Double.NaN, 0, runner.name() + " failed: " + e.getMessage());
-            }
-            double cos = cosine(got, g.logits);
-            lowest = Math.min(lowest, cos);
-            if (Double.isNaN(cos) || cos < minCosine) {
-                passed = false;
-                why.append(String.format(Locale.ROOT, "cosine %.5f < %.5f; ", cos, minCosine));
-            }
-        }
-        String message = golden.isEmpty() ? "no golden examples in the manifest"
-                : passed ? String.format(Locale.ROOT, "%s agrees with PyTorch fp32 on %d examples (lowest cosine %.5f)",
-                        runner.name(), golden.size(), lowest)
-                : runner.name() + ": " + why.toString().trim();
-        return new SelfTest.Result(idsMatch, passed, 1 - lowest, golden.size(), message);
+        return SelfTest.run(golden, encoder, runner, judge(minCosine));
     }
 }
