@@ -170,7 +170,7 @@ class ExportOptions:
         task: optimum task name (``text-classification`` ...); None infers it from the config.
         max_seq_len: longest sequence the artifacts accept; None means max_position_embeddings.
         overwrite: replace the files of an existing export in the destination.
-        thresholds: parity limits; None uses ``Thresholds.default_for(quant)``.
+        thresholds: parity limits; None uses ``Thresholds.default_for_task(quant, kind)`` (``thresholds_for``).
         data: parity data file (one text per line, optionally ``label<TAB>text``); None uses built-in text.
         budget: largest acceptable artifact: a size (``15MB``, checked against the file) or a store preset
             (``play-base``, ``play-asset-pack``, ``legacy-apk``, ``app-store-cellular``; checked against
@@ -239,10 +239,6 @@ class ExportOptions:
             object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
         if self.max_seq_len is not None:
             check_max_seq_len(self.max_seq_len)
-
-    @property
-    def effective_thresholds(self) -> Thresholds:
-        return self.thresholds or Thresholds.default_for(self.quant)
 
     def thresholds_for(self, kind: str) -> Thresholds:
         """The thresholds given, or the defaults for the quantization and the task's output kind."""
