@@ -236,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mobile-export: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
+        if argv is None:  # the command: a library that re-delivers the interrupt it caught
+            # (PyErr_SetInterrupt) must not kill the process with SIGINT after the cleanup ran
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("mobile-export: interrupted; nothing was written under a final name", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line unless --debug
