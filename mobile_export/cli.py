@@ -195,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         argv: arguments without the program name; None reads ``sys.argv`` (and, as a command,
             fixes the hash seed for reproducible .pte bytes).
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # a second interrupt while the first was being reported
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     if argv is None:
         _reexec_with_fixed_hash_seed()
     parser = build_parser()
