@@ -46,6 +46,13 @@ class Predictor:
         text = sanitize(text)
         if context is not None:
             context = sanitize(context)
+        if context is not None:  # only the context is truncated: the question must fit beside a part of it
+            room = self.max_length - 3 - len(self.tokenizer(context, add_special_tokens=False)["input_ids"][:1])
+            if len(self.tokenizer(text, add_special_tokens=False)["input_ids"]) > room:
+                raise BadInputError(
+                    f"the question is longer than this export's max length ({self.max_length} tokens with its "
+                    "context); shorten it or export with a larger --max-seq-len"
+                )
         enc = self.tokenizer(
             text,
             context,

@@ -203,6 +203,8 @@ def test_run_needs_the_task_inputs(exported, capsys):
     _, qa = exported("question-answering")
     code, line = _error(["run", str(qa), "Who paid?"], capsys)
     assert code == 2 and "--context" in line
+    code, line = _error(["run", str(qa), "--backend", "onnx", "--context", "Ms. O'Neill paid.", "who " * 200], capsys)
+    assert code == 2 and "the question is longer than this export's max length" in line
     _, fm = exported("fill-mask")
     code, line = _error(["run", str(fm), "no mask here"], capsys)
     assert code == 2 and "needs a [MASK]" in line
