@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import MIN_BUCKET_EXAMPLES, Thresholds
+from .plots import PlotSampler
 from .tasks import OutputKind, TaskSpec
 from .metrics import (
     BUCKETS,
@@ -99,19 +100,6 @@ class _Sums:
         )
 
 
-def plotted(
-    task: TaskSpec, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray]
-) -> tuple[Sequence[np.ndarray], Sequence[np.ndarray]]:
-    """The values a plot of reference against artifact shows: the outputs, or for a top-k head the
-    artifact's scores and fp32's probabilities of the same ids."""
-    if task.kind is OutputKind.TOP_K and len(reference) > len(actual):
-        from .topk_parity import topk_view
-
-        view = topk_view(reference, actual)
-        return view.reference, view.actual
-    return reference, actual
-
-
 class ParityAccumulator:
     """One artifact's parity against the reference, fed one example at a time; ``result`` gives what
     ``compare`` gives for the same examples, to the last digit.
@@ -142,12 +130,18 @@ class ParityAccumulator:
         return self.total.examples
 
     def add(
-        self, reference: Sequence[np.ndarray], actual: Sequence[np.ndarray], length: int = 0, label: int | None = None
+        self,
+        reference: Sequence[np.ndarray],
+        actual: Sequence[np.ndarray],
+        length: int = 0,
+        label: int | None = None,
+        plot: PlotSampler | None = None,
     ) -> float:
         """Fold in one example (its reference and artifact outputs, batch 1); returns its max |diff|.
 
         A top-k head's reference carries every slot's probabilities after its outputs: the artifact's
-        scores are then compared with fp32's probabilities of the same ids (``topk_parity``)."""
+        scores are then compared with fp32's probabilities of the same ids (``topk_parity``). ``plot``
+        is offered the values as compared."""
         i = self.total.examples
         rows = None
         if self.task.kind is OutputKind.TOP_K:
@@ -212,6 +206,8 @@ class ParityAccumulator:
         self._length.append(int(length))
         self._decisive.append(decisive)
         self._decisive_agree.append(decisive_agree)
+        if plot is not None:
+            plot.add(reference, actual, length, m)
         return m
 
     def _topk(

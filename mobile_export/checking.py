@@ -26,7 +26,7 @@ from .progress import Progress
 from .reference import Example, output_width, reference_batch, tokenize
 from .tasks import OutputKind, TaskSpec
 from .texts import long_texts, parity_texts
-from .accumulate import ParityAccumulator, plotted
+from .accumulate import ParityAccumulator
 
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
@@ -265,8 +265,7 @@ class Checker:
                     )
                     tally.seconds[j].append(time.perf_counter() - t)
                     _same_outputs(_shown(check), loaded, ref, act)
-                    m = tally.parity[j].add(full, act, ex.length, label)
-                    tally.plots[j].add(*plotted(loaded.task, full, act), ex.length, m)
+                    tally.parity[j].add(full, act, ex.length, label, plot=tally.plots[j])
                     outputs[check.name] = act
                     if check.cpu and check.host is not None:
                         tally.vs_host[j].add(outputs[check.host], act, ex.length)

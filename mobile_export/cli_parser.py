@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
         INT4_KERNELS,
+        PTE_ENTRIES,
         WIDE_HIDDEN_SIZE,
         WIDE_INT4_GROUP_SIZE,
         Backend,
@@ -82,23 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument(
         "--pte-entry",
-        choices=["loop", "forward", "both"],
-        default="loop",
+        choices=PTE_ENTRIES,
+        default=PTE_ENTRIES[0],
         help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
         "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
     )
-    ex.add_argument(
-        "--head",
-        help="fill-mask: full (default; every position's vocabulary logits) or topk[:K] (the top K tokens, "
+    head_args(
+        ex,
+        "fill-mask: full (default; every position's vocabulary logits) or topk[:K] (the top K tokens, "
         "default 5, at the first 8 [MASK]s, computed in the graph: a fraction of the RAM)",
-    )
-    ex.add_argument(
-        "--pooling",
-        choices=["cls", "mean"],
-        help="feature-extraction: one sentence embedding [1, H] ([CLS] or the mean over real tokens) "
+        "feature-extraction: one sentence embedding [1, H] ([CLS] or the mean over real tokens) "
         "instead of the last hidden state",
+        "with --pooling, L2-normalize the embedding",
     )
-    ex.add_argument("--normalize", action="store_true", help="with --pooling, L2-normalize the embedding")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
     threshold_args(ex)
     ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
@@ -161,11 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--arm64-env",
         help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or ~/.cache/mobile-export/arm64)",
     )
-    pa.add_argument(
-        "--head", help="fill-mask artifacts exported with --head topk[:K] (default: as manifest.json beside them says)"
+    head_args(
+        pa,
+        "fill-mask artifacts exported with --head topk[:K] (default: as manifest.json beside them says)",
+        "feature-extraction artifacts exported with --pooling",
+        "with --pooling: exported with --normalize",
     )
-    pa.add_argument("--pooling", choices=["cls", "mean"], help="feature-extraction artifacts exported with --pooling")
-    pa.add_argument("--normalize", action="store_true", help="with --pooling: exported with --normalize")
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
     pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -233,6 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list supported tasks, backends and quantizations")
     return parser
+
+
+def head_args(p, head: str, pooling: str, normalize: str) -> None:
+    """--head, --pooling and --normalize (heads.parse_head), with each command's help."""
+    from .config import POOLINGS
+
+    p.add_argument("--head", help=head)
+    p.add_argument("--pooling", choices=POOLINGS, help=pooling)
+    p.add_argument("--normalize", action="store_true", help=normalize)
 
 
 def threshold_args(p) -> None:

@@ -158,6 +158,7 @@ class Thresholds:
 
 
 PTE_ENTRIES = ("loop", "forward", "both")
+POOLINGS = ("cls", "mean")  # --pooling (heads.Pooled)
 
 
 @dataclass(frozen=True)

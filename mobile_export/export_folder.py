@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,28 @@ class ExportFolder:
         backends.open_artifact(main)
         return main
 
+    @property
+    def max_length(self) -> int:
+        """The longest input the export takes (tokenizer_settings.json)."""
+        return int(self.settings.get("max_length", 512))
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        """The export's tokenizer (``tokenizer/tokenizer.json``, the pipeline transformers ran), checksums
+        checked; loaded once for every artifact of the folder."""
+        from tokenizers import Tokenizer
+        from transformers import PreTrainedTokenizerFast
+
+        name = self.settings.get("files", {}).get("tokenizer", "tokenizer.json")
+        self.verified(f"{TOKENIZER_DIR}/tokenizer_settings.json")
+        path = self.verified(f"{TOKENIZER_DIR}/{name}")
+        try:
+            backend = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises its own Exception type for a bad file
+            raise ArtifactLoadError(f"{path} does not load as a tokenizer ({exc}); export the folder again") from None
+        special = {f"{role}_token": v["token"] for role, v in self.settings.get("special_tokens", {}).items()}
+        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=self.max_length, **special)
+
 
 def _read_json(path: Path, what: str) -> Any:
     try:
@@ -120,22 +143,3 @@ def open_export(folder: str | Path) -> ExportFolder:
         raise BadInputError(f"{path} has no {TOKENIZER_DIR}/tokenizer_settings.json; {again}")
     settings = _read_json(settings_path, again)
     return ExportFolder(path, manifest, task, tuple(artifacts), labels, function, settings)
-
-
-def load_tokenizer(folder: ExportFolder):
-    """The export's tokenizer (``tokenizer/tokenizer.json``, the pipeline transformers ran), checksums checked."""
-    from tokenizers import Tokenizer
-    from transformers import PreTrainedTokenizerFast
-
-    settings = folder.settings
-    name = settings.get("files", {}).get("tokenizer", "tokenizer.json")
-    folder.verified(f"{TOKENIZER_DIR}/tokenizer_settings.json")
-    path = folder.verified(f"{TOKENIZER_DIR}/{name}")
-    try:
-        backend = Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises its own Exception type for a bad file
-        raise ArtifactLoadError(f"{path} does not load as a tokenizer ({exc}); export the folder again") from None
-    special = {f"{role}_token": v["token"] for role, v in settings.get("special_tokens", {}).items()}
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend, model_max_length=int(settings.get("max_length", 512)), **special
-    )

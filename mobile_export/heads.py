@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from .config import POOLINGS
 from .errors import BadInputError
 from .reference import INTEGER_OUTPUTS
 from .tasks import OutputKind, TaskSpec
@@ -31,7 +32,6 @@ from .tasks import OutputKind, TaskSpec
 MASK_SLOTS = 8
 REFERENCE_EXTRAS = ("slot_probs",)  # what the top-k head gives the fp32 reference beyond its outputs
 DEFAULT_TOP_K = 5
-POOLINGS = ("cls", "mean")
 
 
 @dataclass(frozen=True)

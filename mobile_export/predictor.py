@@ -14,7 +14,7 @@ import numpy as np
 from . import backends, decoding
 from .config import Backend
 from .errors import BadInputError
-from .export_folder import ArtifactEntry, ExportFolder, load_tokenizer, open_export
+from .export_folder import ArtifactEntry, ExportFolder, open_export
 from .reference import INPUT_NAMES
 from .results import Answer, Classification, Embedding, Entity, MaskFills, Result
 from .tasks import OutputKind
@@ -30,8 +30,8 @@ class Predictor:
         self.artifact = artifact
         self.task = folder.task
         self.labels = folder.labels
-        self.tokenizer = load_tokenizer(folder)
-        self.max_length = int(folder.settings.get("max_length", 512))
+        self.tokenizer = folder.tokenizer
+        self.max_length = folder.max_length
         self.path = folder.artifact_path(artifact)
         self._runner = backends.load(artifact.backend).Runner(self.path, threads=threads)
 
@@ -44,9 +44,8 @@ class Predictor:
         from .ondevice import sanitize
 
         text = sanitize(text)
-        if context is not None:
-            context = sanitize(context)
         if context is not None:  # only the context is truncated: the question must fit beside a part of it
+            context = sanitize(context)
             room = self.max_length - 3 - len(self.tokenizer(context, add_special_tokens=False)["input_ids"][:1])
             if len(self.tokenizer(text, add_special_tokens=False)["input_ids"]) > room:
                 raise BadInputError(

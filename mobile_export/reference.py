@@ -71,18 +71,18 @@ def tokenize(tokenizer, texts: list[str], max_len: int) -> list[Example]:
     return examples
 
 
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """An output as numpy: floats as float32, ids and positions as the integers the artifact returns."""
+    return (t.float() if t.dtype.is_floating_point else t).detach().numpy()
+
+
 @torch.no_grad()
 def reference_outputs(model: torch.nn.Module, task: TaskSpec, examples: list[Example]) -> list[list[np.ndarray]]:
     """fp32 outputs of the unmodified transformers model (its own mask path), one example at a time."""
     results = []
     for ex in examples:
         out = model(**{k: torch.from_numpy(v) for k, v in ex.feeds.items()})
-        results.append(
-            [
-                o.detach().numpy() if not o.dtype.is_floating_point else o.detach().float().numpy()
-                for o in (out[name] for name in (*task.outputs, *task.reference_extras))
-            ]
-        )
+        results.append([_numpy(out[name]) for name in (*task.outputs, *task.reference_extras)])
     return results
 
 
@@ -105,9 +105,7 @@ def reference_batch(
         outs = []
         for name in (*task.outputs, *task.reference_extras):
             o = out[name][b : b + 1]
-            o = o[:, : ex.length] if task.per_token else o
-            # ids and positions stay integers (the artifact returns int64)
-            outs.append((o if not o.dtype.is_floating_point else o.float()).detach().clone().numpy())
+            outs.append(_numpy(o[:, : ex.length] if task.per_token else o).copy())
         results.append(outs)
     return results
 

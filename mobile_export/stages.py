@@ -148,11 +148,17 @@ def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Emb
     The pieces share the model's modules (nothing is copied but two shallow module shells).
     """
     base: Any = model.base_model
+    embed = Embed(base, batch_one).eval()
+    groups = [Group(g).eval() for g in base.encoder.albert_layer_groups]
     phone = getattr(model, "head", None)
     if phone is not None and hasattr(phone, "head_inputs"):  # a heads.PhoneModel
         cls = PhoneStageWithInput if phone.head_inputs else PhoneStageAlone
-        stage = cls(phone, tuple(output_names), batch_one, int(base.config.hidden_size)).eval()
-        return Embed(base, batch_one).eval(), [Group(g).eval() for g in base.encoder.albert_layer_groups], stage
+        return embed, groups, cls(phone, tuple(output_names), batch_one, int(base.config.hidden_size)).eval()
+    return embed, groups, _model_head(model, base, tuple(output_names), batch_one)
+
+
+def _model_head(model: Any, base: Any, output_names: tuple[str, ...], batch_one: bool) -> Head:
+    """The transformers model after its encoder: shallow shells whose embeddings and encoder pass through."""
     head_base = copy.copy(base)
     head_base._modules = dict(
         base._modules,
@@ -163,8 +169,7 @@ def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Emb
     if model is not base:
         head_model = copy.copy(model)
         head_model._modules = {**model._modules, model.base_model_prefix: head_base}
-    groups = [Group(g).eval() for g in base.encoder.albert_layer_groups]
-    return Embed(base, batch_one).eval(), groups, Head(head_model, tuple(output_names), batch_one).eval()
+    return Head(head_model, output_names, batch_one).eval()
 
 
 def layer_schedule(config) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -123,8 +123,8 @@ def export(
     seq = dynamic_shapes["input_ids"][1]
     examples: dict[str, tuple] = {EMBED_METHOD: example, FORWARD_METHOD: example}
     with torch.no_grad():
-        embed: Any = methods[EMBED_METHOD] if EMBED_METHOD in methods else methods[FORWARD_METHOD]
-        hidden, mask = (embed if EMBED_METHOD in methods else embed.embed)(*example)
+        embed: Any = methods[EMBED_METHOD] if EMBED_METHOD in methods else cast(Any, methods[FORWARD_METHOD]).embed
+        hidden, mask = embed(*example)
     dims = {EMBED_METHOD: dynamic_shapes, FORWARD_METHOD: dynamic_shapes}
     for name in methods:
         if name.startswith(GROUP_METHOD.format("")):
