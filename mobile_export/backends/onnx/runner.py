@@ -6,19 +6,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .precision import Precision, precision_for, session
+
 
 class Runner:
-    """An .onnx loaded in an ONNX Runtime InferenceSession on the CPU."""
+    """An .onnx loaded in an ONNX Runtime InferenceSession on the CPU, in the host's precision mode
+    (``precision``: the non-saturating one wherever the host's u8s8 kernel saturates)."""
 
-    def __init__(self, path: Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        if threads:
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    def __init__(self, path: Path, threads: int | None = None, precision: Precision | None = None) -> None:
+        self.precision = precision or precision_for()
+        self.session = session(Path(path), threads, self.precision)
         self.input_names = [i.name for i in self.session.get_inputs()]
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

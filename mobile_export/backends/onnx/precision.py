@@ -1,0 +1,169 @@
+"""Which int8 GEMM ONNX Runtime runs on this host, and the session that computes what a phone computes.
+
+ONNX Runtime multiplies the u8 activations of ``DynamicQuantizeLinear`` by s8 weights. On x86-64
+without VNNI (AVX2, AVX-512 without VNNI) its u8 x s8 kernel (``vpmaddubsw``) adds pairs of products
+into 16-bit lanes that saturate, so the result is an accident of the checking machine: phones (ARM64
+dot-product / i8mm kernels) and VNNI CPUs sum into 32 bits. ONNX Runtime's remedy is the session
+option ``session.x64quantprecision`` = "1": its ``Avx2WeightS8ToU8Transformer`` rewrites s8 weights
+to u8 (``w ^ 0x80`` with the zero point moved by 128, the same integers) so the u8 x u8 kernel runs.
+It only reaches a weight stored in the graph of the node that reads it, and the export's ONNX ``Loop``
+body reads the shared layer from the main graph (so that ONNX Runtime prepacks it once): the body's
+MatMulIntegers would keep their s8 weights and saturate. ``exact_model`` does the same rewrite for
+them, in the main graph, before ONNX Runtime reads the model; the artifact's file is not changed.
+
+One place decides: ``precision_for(host)``; every session the project makes comes from ``session``.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+from ...host import Host, this_host
+
+OPTION = "session.x64quantprecision"
+EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
+_INT8 = 3  # onnx.TensorProto.INT8
+_WEIGHT_INPUTS = {"MatMulInteger": (1, 3)}  # op -> (weight, weight zero point) input indices
+_S7 = (-64, 64)  # weights inside this range cannot saturate (ONNX Runtime skips converting them too)
+
+
+class Precision(enum.Enum):
+    """How ONNX Runtime's int8 GEMM adds up u8 x s8 products on this host."""
+
+    NATIVE = "u8s8"  # the kernel sums into 32 bits (VNNI, AMX, ARM64): the file's s8 weights as they are
+    EXACT = "u8u8"  # the host's u8s8 kernel saturates: weights as u8 (ONNX Runtime's option + the Loop body)
+
+    def describe(self, host: Host) -> str:
+        """One line for reports: the mode and why this host runs it."""
+        if self is Precision.EXACT:
+            return (
+                f"u8u8: {OPTION}=1 and the Loop body's weights as u8 (this CPU's u8s8 kernel adds pairs into "
+                "16 bits and saturates)"
+            )
+        if host.x86_64:
+            why = next((f for f in ("amx_int8", "avx512_vnni", "avx_vnni") if host.has(f)), "?")
+            return f"u8s8: 32-bit sums ({why}), as on a phone"
+        return "u8s8: 32-bit sums (no saturating kernel on this architecture), as on a phone"
+
+
+def saturates(host: Host) -> bool:
+    """Whether ONNX Runtime's u8 x s8 GEMM saturates on ``host``: x86-64 without AVX-VNNI, AVX512-VNNI
+    or AMX (MLAS picks its AVX2 or AVX-512 core kernel there)."""
+    return host.x86_64 and not any(host.has(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+def precision_for(host: Host | None = None) -> Precision:
+    """The mode the project's sessions use on ``host`` (default: this one)."""
+    return Precision.EXACT if saturates(host or this_host()) else Precision.NATIVE
+
+
+def _outer_weights(graph, outer: dict | None, uses: list) -> None:
+    """Collect (node, outer initializer) for the int8-weight nodes of subgraphs whose weight is an int8
+    initializer of an enclosing graph (ONNX Runtime's option leaves exactly those)."""
+    from onnx import AttributeProto
+
+    scope = {**(outer or {}), **{i.name: i for i in graph.initializer}}
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
+                _outer_weights(sub, scope, uses)
+        if outer is None or node.op_type not in _WEIGHT_INPUTS:
+            continue
+        weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
+        if weight in outer and weight not in {i.name for i in graph.initializer} and outer[weight].data_type == _INT8:
+            uses.append((node, outer))
+
+
+def exact_model(path: Path):
+    """The .onnx at ``path`` with the s8 weights its subgraphs read from an enclosing graph stored as u8
+    (zero points moved by 128: the same integers), as ONNX Runtime's option does for the main graph's;
+    None when no such weight can saturate. The u8 copies are initializers of the main graph, so ONNX
+    Runtime still prepacks each once; every other weight stays in the external data file."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path), load_external_data=False)
+    uses: list = []
+    _outer_weights(model.graph, None, uses)
+    base = str(Path(path).parent)
+    u8: dict[str, str] = {}  # s8 initializer -> its u8 twin
+    fits: dict[str, bool] = {}
+
+    def twin(tensor, values=None) -> str:
+        if tensor.name not in u8:
+            arr = numpy_helper.to_array(tensor, base_dir=base) if values is None else values
+            new = numpy_helper.from_array((arr.astype(np.int16) + 128).astype(np.uint8), tensor.name + "_s8_2_u8")
+            model.graph.initializer.append(new)
+            u8[tensor.name] = new.name
+        return u8[tensor.name]
+
+    for node, scope in uses:
+        w_index, zp_index = _WEIGHT_INPUTS[node.op_type]
+        weight = scope[node.input[w_index]]
+        if weight.name not in fits:
+            arr = numpy_helper.to_array(weight, base_dir=base)
+            fits[weight.name] = bool(arr.min() >= _S7[0] and arr.max() <= _S7[1])
+        if fits[weight.name]:
+            continue  # 7-bit weights cannot saturate: ONNX Runtime leaves them too
+        zp = node.input[zp_index] if len(node.input) > zp_index else ""
+        if zp and (zp not in scope or scope[zp].data_type != _INT8):
+            continue  # a zero point that is not a stored int8 constant: leave the node as it is
+        node.input[w_index] = twin(weight)
+        if zp:
+            node.input[zp_index] = twin(scope[zp])
+        else:  # no zero point means 0 in s8, 128 in u8
+            while len(node.input) < zp_index:
+                node.input.append("")
+            node.input.append(twin(onnx.helper.make_tensor("s8_zero", _INT8, [], [0]), np.zeros((), np.int8)))
+    if not u8:
+        return None
+    _drop_unused(model)
+    return model
+
+
+def _drop_unused(model) -> None:
+    """Remove main-graph initializers no graph reads any more (the s8 originals)."""
+    from onnx import AttributeProto
+
+    used: set[str] = set()
+
+    def walk(graph):
+        for node in graph.node:
+            used.update(node.input)
+            for attr in node.attribute:
+                for sub in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
+                    walk(sub)
+        used.update(o.name for o in graph.output)
+
+    walk(model.graph)
+    keep = [i for i in model.graph.initializer if i.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+
+
+def session(path: Path, threads: int | None = None, precision: Precision | None = None, **options):
+    """An ONNX Runtime CPU session of ``path`` (.onnx or .ort) in ``precision`` (default: this host's).
+
+    ``options`` are SessionOptions attributes (e.g. graph_optimization_level).
+    """
+    import onnxruntime as ort
+
+    precision = precision or precision_for()
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    for key, value in options.items():
+        setattr(opts, key, value)
+    source: str | bytes = str(path)
+    if precision is Precision.EXACT:
+        opts.add_session_config_entry(OPTION, "1")
+        if Path(path).suffix == ".onnx":
+            exact = exact_model(Path(path))
+            if exact is not None:
+                opts.add_session_config_entry(EXTERNAL_FOLDER, str(Path(path).resolve().parent))
+                source = exact.SerializeToString()
+    return ort.InferenceSession(source, sess_options=opts, providers=["CPUExecutionProvider"])
