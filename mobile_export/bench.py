@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 
 
-def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int) -> dict:
-    """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.bench``)."""
+def _child(
+    kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int, precision: str = ""
+) -> dict:
+    """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.bench``).
+    ``precision``: ONNX Runtime's int8 mode (``backends.onnx.precision.Precision`` value) for .onnx/.ort."""
     import time
 
     import numpy as np
@@ -51,8 +54,12 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
                 return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
     else:
         # the same Runner parity uses (ExecuTorch: the layer loop), with the runtime's minimal verification
-        verification = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
-        runner = module.Runner(Path(path), threads=threads, **verification)
+        options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
+        if precision:
+            from .backends.onnx.precision import Precision
+
+            options["precision"] = Precision(precision)
+        runner = module.Runner(Path(path), threads=threads, **options)
         dynamic_batch = backends.get_info(Backend(kind)).dynamic_batch
 
         def run(ids, mask, types):
@@ -107,16 +114,14 @@ def _child(kind: str, path: str, threads: int, seqs: list[int], runs: int, warmu
 
 
 def machine() -> dict:
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The benchmarking machine: CPU, its int8 features, ONNX Runtime's precision mode there."""
+    from .backends.onnx.precision import precision_for
+    from .host import this_host
+
+    host = this_host()
     return {
-        "cpu": cpu or platform.processor(),
+        **host.describe(),
+        "onnxruntime_precision": precision_for(host).describe(host),
         "logical_cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -124,14 +129,21 @@ def machine() -> dict:
 
 
 def measure(
-    kind: str, path: str, threads: int, seq_lens: list[int], vocab: int, runs: int = 30, warmup: int = 5
+    kind: str,
+    path: str,
+    threads: int,
+    seq_lens: list[int],
+    vocab: int,
+    runs: int = 30,
+    warmup: int = 5,
+    precision: str = "",
 ) -> dict:
     """Load time, latency per length, throughput and memory of one (artifact, threads) in a fresh process."""
     from .child import run_child
 
     return run_child(
         "mobile_export.bench",
-        [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab)],
+        [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab), precision],
         dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)),
         3600,
         f"benchmark of {path} failed",
@@ -147,8 +159,12 @@ def bench(
     vocab: int | None = None,
     say=print,
 ) -> dict:
-    """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count."""
+    """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count; an
+    ONNX Runtime artifact in this host's precision mode and, where the host also has the saturating
+    u8s8 kernel, in that one too (row ``precision``)."""
     from . import backends
+    from .backends.onnx.precision import Precision, precision_for
+    from .config import Backend
 
     targets = []
     for a in artifacts:
@@ -166,12 +182,19 @@ def bench(
             from .loading import read_config_dict, resolve_folder
 
             vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
+    mode = precision_for()
+    modes = [mode] + ([Precision.NATIVE] if mode is Precision.EXACT else [])
     rows = []
     for kind, path, name in targets:
-        for t in threads:
-            say(f"bench {name} threads={t} ...")
-            r = measure(kind, path, t, seq_lens, vocab, runs)
-            rows.append({"name": name, "kind": kind, "path": path, "threads": t, **r})
+        onnx_kind = kind in (Backend.ONNX.value, Backend.ORT.value)
+        for m in modes if onnx_kind else [None]:
+            shown = f"{name} [{m.value}]" if m and len(modes) > 1 else name
+            for t in threads:
+                say(f"bench {shown} threads={t} ...")
+                r = measure(kind, path, t, seq_lens, vocab, runs, precision=m.value if m else "")
+                rows.append(
+                    {"name": shown, "kind": kind, "path": path, "threads": t, **({"precision": m.value} if m else {}), **r}
+                )
     for row in rows:  # speed-up over eager at the same thread count and length
         ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)
         if ref:
@@ -213,5 +236,6 @@ if __name__ == "__main__":
             int(_argv[4]),
             int(_argv[5]),
             int(_argv[6]),
+            _argv[7] if len(_argv) > 7 else "",
         )
     )

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..runtime_check import ArtifactResult
 
 # The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 4
+REPORT_SCHEMA = 5
 
 
 @dataclass
@@ -27,6 +27,7 @@ class ExportReport:
 
     tool: str
     versions: dict
+    host: dict
     model: dict
     options: dict
     parity_data: dict
@@ -46,6 +47,7 @@ class ExportReport:
             "schema_version": self.schema_version,
             "tool": self.tool,
             "versions": self.versions,
+            "host": self.host,
             "model": self.model,
             "options": self.options,
             "parity_data": self.parity_data,
@@ -82,6 +84,22 @@ def versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             out[name] = None
     return out
+
+
+# ExecuTorch has no int8 precision switch: XNNPACK picks its kernels from the CPU's features.
+EXECUTORCH_MODE = "XNNPACK dynamic int8 (qd8 x qc8w), kernels chosen by XNNPACK from the CPU's features"
+
+
+def checking_host() -> dict:
+    """The machine that ran the artifacts: CPU, int8 features, and each runtime's int8 mode there."""
+    from ..backends.onnx.precision import precision_for
+    from ..host import this_host
+
+    host = this_host()
+    return {
+        **host.describe(),
+        "precision": {"onnxruntime": precision_for(host).describe(host), "executorch": EXECUTORCH_MODE},
+    }
 
 
 # The config fields a report records (enough to rebuild the model's shapes, e.g. for `size`).
@@ -155,6 +173,7 @@ def build_report(
     return ExportReport(
         tool=tool,
         versions=versions(),
+        host=checking_host(),
         model=model_summary(loaded),
         options=options,
         parity_data=parity_data,

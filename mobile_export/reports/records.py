@@ -222,6 +222,7 @@ class ReportRecord:
     budget: Budget | None
     within_budget: bool | None
     versions: dict[str, str | None] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)  # the checking machine (report.json >= 5)
 
     @classmethod
     def from_json(cls, report: dict[str, Any]) -> ReportRecord:
@@ -242,4 +243,5 @@ class ReportRecord:
             Budget(b["name"], int(b["bytes"]), b["applies_to"]) if b else None,
             report.get("within_budget"),
             dict(report.get("versions") or {}),
+            dict(report.get("host") or {}),
         )

@@ -196,6 +196,13 @@ def _summary_lines(report: ReportRecord) -> list[str]:
     ]
     gates = sorted({g for a in report.artifacts for g in a.parity.gates})
     lines += [f"- gate: {g}" for g in gates]
+    h = report.host
+    if h:
+        lines.append(
+            f"- checked on: {h.get('cpu')} ({h.get('arch')}; int8 features: "
+            f"{' '.join(h.get('int8_features') or []) or 'none'})"
+        )
+        lines += [f"- {name} int8 mode: {mode}" for name, mode in (h.get("precision") or {}).items()]
     v = report.versions
     lines.append(
         "- versions: "
@@ -337,6 +344,11 @@ def summary(report: dict) -> str:
                 else ""
             )
         )
+    h = record.host
+    if h:
+        modes = "; ".join(f"{k}: {v}" for k, v in (h.get("precision") or {}).items() if k == "onnxruntime")
+        lines.append(f"checked on {h.get('cpu')} ({' '.join(h.get('int8_features') or []) or 'no int8 features'})"
+                     + (f"; {modes}" if modes else ""))
     if record.budget is not None:
         b = record.budget
         lines.append(f"budget {b.name} {b.bytes:,} B ({b.applies_to}): {'within' if record.within_budget else 'OVER'}")

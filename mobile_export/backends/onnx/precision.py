@@ -58,35 +58,38 @@ def precision_for(host: Host | None = None) -> Precision:
     return Precision.EXACT if saturates(host or this_host()) else Precision.NATIVE
 
 
-def _outer_weights(graph, outer: dict | None, uses: list) -> None:
-    """Collect (node, outer initializer) for the int8-weight nodes of subgraphs whose weight is an int8
-    initializer of an enclosing graph (ONNX Runtime's option leaves exactly those)."""
+def _weight_uses(graph, outer: dict | None, uses: list, everywhere: bool) -> None:
+    """Collect (node, its scope's initializers) for int8-weight nodes whose weight is an int8 initializer:
+    of an enclosing graph only (what ONNX Runtime's option leaves), or ``everywhere``."""
     from onnx import AttributeProto
 
-    scope = {**(outer or {}), **{i.name: i for i in graph.initializer}}
+    local = {i.name: i for i in graph.initializer}
+    scope = {**(outer or {}), **local}
     for node in graph.node:
         for attr in node.attribute:
             for sub in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
-                _outer_weights(sub, scope, uses)
-        if outer is None or node.op_type not in _WEIGHT_INPUTS:
+                _weight_uses(sub, scope, uses, everywhere)
+        if node.op_type not in _WEIGHT_INPUTS:
             continue
         weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
-        if weight in outer and weight not in {i.name for i in graph.initializer} and outer[weight].data_type == _INT8:
-            uses.append((node, outer))
+        reach = scope if everywhere else {k: v for k, v in (outer or {}).items() if k not in local}
+        if weight in reach and reach[weight].data_type == _INT8:
+            uses.append((node, scope))
 
 
-def exact_model(path: Path):
-    """The .onnx at ``path`` with the s8 weights its subgraphs read from an enclosing graph stored as u8
-    (zero points moved by 128: the same integers), as ONNX Runtime's option does for the main graph's;
-    None when no such weight can saturate. The u8 copies are initializers of the main graph, so ONNX
-    Runtime still prepacks each once; every other weight stays in the external data file."""
+def exact_model(path: Path, everywhere: bool = False):
+    """The .onnx at ``path`` with s8 weights stored as u8 (zero points moved by 128: the same integers),
+    None when no weight can saturate. By default only the weights subgraphs read from an enclosing
+    graph (ONNX Runtime's option converts the others itself); ``everywhere`` converts all. The u8 copies
+    are initializers of the main graph, so ONNX Runtime still prepacks each once; every other weight
+    stays in the external data file."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load(str(path), load_external_data=False)
     uses: list = []
-    _outer_weights(model.graph, None, uses)
+    _weight_uses(model.graph, None, uses, everywhere)
     base = str(Path(path).parent)
     u8: dict[str, str] = {}  # s8 initializer -> its u8 twin
     fits: dict[str, bool] = {}
