@@ -25,7 +25,9 @@ _PYTHON_ORT = """
 import json, sys
 import numpy as np, onnxruntime as ort
 model, feeds_path, out = sys.argv[1:4]
-session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+options = ort.SessionOptions()
+options.add_session_config_entry("session.x64quantprecision", "1")  # as the app's OrtRunner sets it
+session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 rows = []
 for ids, types in json.load(open(feeds_path)):
     feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
@@ -67,6 +69,7 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
                            str(java_out)], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "self-test: passed" in proc.stdout, proc.stdout
+    assert "session option session.x64quantprecision=1" in proc.stdout, proc.stdout  # the app's OrtRunner sets it
     java = [line.split("\t") for line in java_out.read_text(encoding="utf-8").splitlines()]
     assert len(java) == n >= 1667
     java_labels = np.array([int(r[0]) for r in java])

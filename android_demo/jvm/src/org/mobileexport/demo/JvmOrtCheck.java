@@ -32,6 +32,13 @@ public final class JvmOrtCheck {
         Classifier classifier = Classifier.load(assets, "labels.json");
         double tolerance = Manifest.load(assets, "manifest.json").selfTestTolerance("model.onnx");
         int failures = 0;
+        try (ai.onnxruntime.OrtSession.SessionOptions options = OrtRunner.sessionOptions(8)) {
+            String precision = options.getConfigEntries().get(OrtRunner.X64_QUANT_PRECISION);
+            System.out.println("session option " + OrtRunner.X64_QUANT_PRECISION + "=" + precision);
+            if (!"1".equals(precision)) {
+                failures++;
+            }
+        }
         try (OrtRunner runner = new OrtRunner(new File(export, "model.onnx"))) {
             List<SelfTest.Golden> golden = SelfTest.load(assets, "manifest.json");
             SelfTest.Result result = SelfTest.run(golden, encoder, runner, tolerance);

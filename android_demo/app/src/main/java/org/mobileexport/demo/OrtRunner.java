@@ -18,15 +18,28 @@ final class OrtRunner implements ModelRunner, AutoCloseable {
 
     /** Loads the model from a file path: ONNX Runtime reads it natively, never as a Java byte[] copy. */
     OrtRunner(File model) throws OrtException {
-        try (OrtSession.SessionOptions options = new OrtSession.SessionOptions()) { // the session keeps a copy
-            options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
-            // ONNX Runtime defaults to one thread per core, little cores included, which makes batch-1
-            // latency worse on big.LITTLE phones; ExecuTorch's own default is half the processor count.
-            // Half the cores, at most 4, is the usual sweet spot for a small encoder.
-            options.setIntraOpNumThreads(intraOpThreads(Runtime.getRuntime().availableProcessors()));
-            options.setInterOpNumThreads(1);
-            session = env.createSession(model.getAbsolutePath(), options);
+        try (OrtSession.SessionOptions options = sessionOptions(Runtime.getRuntime().availableProcessors())) {
+            session = env.createSession(model.getAbsolutePath(), options); // the session keeps a copy
         }
+    }
+
+    /** ONNX Runtime's session option that keeps x86 CPUs without VNNI off their saturating int8 kernel. */
+    static final String X64_QUANT_PRECISION = "session.x64quantprecision";
+
+    /** The options every session of the app is created with, for a device with {@code cores} processors. */
+    static OrtSession.SessionOptions sessionOptions(int cores) throws OrtException {
+        OrtSession.SessionOptions options = new OrtSession.SessionOptions();
+        options.setOptimizationLevel(OrtSession.SessionOptions.OptLevel.ALL_OPT);
+        // ONNX Runtime defaults to one thread per core, little cores included, which makes batch-1
+        // latency worse on big.LITTLE phones; ExecuTorch's own default is half the processor count.
+        // Half the cores, at most 4, is the usual sweet spot for a small encoder.
+        options.setIntraOpNumThreads(intraOpThreads(cores));
+        options.setInterOpNumThreads(1);
+        // On an x86-64 CPU without VNNI (the Android Studio emulator on most desktops) ONNX Runtime's
+        // u8 x s8 GEMM adds pairs of products into 16 bits and saturates; this option stores the main
+        // graph's weights as u8 so the exact kernel runs. No effect on ARM64, whose kernels never saturate.
+        options.addConfigEntry(X64_QUANT_PRECISION, "1");
+        return options;
     }
 
     static int intraOpThreads(int cores) {
