@@ -183,7 +183,7 @@ def bench(
 
             vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
     mode = precision_for()
-    modes = [mode] + ([Precision.NATIVE] if mode is Precision.EXACT else [])
+    modes: list[Precision | None] = [mode] + ([Precision.NATIVE] if mode is Precision.EXACT else [])
     rows = []
     for kind, path, name in targets:
         onnx_kind = kind in (Backend.ONNX.value, Backend.ORT.value)
@@ -192,9 +192,8 @@ def bench(
             for t in threads:
                 say(f"bench {shown} threads={t} ...")
                 r = measure(kind, path, t, seq_lens, vocab, runs, precision=m.value if m else "")
-                rows.append(
-                    {"name": shown, "kind": kind, "path": path, "threads": t, **({"precision": m.value} if m else {}), **r}
-                )
+                mode_of = {"precision": m.value} if m else {}
+                rows.append({"name": shown, "kind": kind, "path": path, "threads": t, **mode_of, **r})
     for row in rows:  # speed-up over eager at the same thread count and length
         ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)
         if ref:
@@ -211,7 +210,12 @@ def table(result: dict) -> str:
         + "".join(f"{'ms@' + s:>10}" for s in seqs)
         + f"{'x eager@' + seqs[-1]:>12}{'texts/s':>9}{'peak MiB':>10}"
     )
-    lines = [head]
+    m = result.get("machine") or {}
+    lines = [
+        f"machine: {m.get('cpu')} ({' '.join(m.get('int8_features') or []) or 'no int8 features'}); "
+        f"onnxruntime {m.get('onnxruntime_precision')}",
+        head,
+    ]
     for r in result["results"]:
         sp = (r.get("speedup_vs_eager") or {}).get(seqs[-1])
         lines.append(

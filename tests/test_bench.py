@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from mobile_export import Backend, ExportOptions, Quant, export
+from mobile_export.backends.onnx.precision import Precision, precision_for, saturates
+from mobile_export.host import this_host
 from mobile_export.cli import main
 
 
@@ -19,7 +21,16 @@ def test_bench_measures_artifact_and_eager(tiny_checkpoint, tmp_path, capsys):
     result = json.loads((tmp_path / "b.json").read_text())
     assert result["machine"]["logical_cpus"] >= 1
     names = [r["name"] for r in result["results"]]
-    assert names == ["PyTorch fp32 eager", "model.onnx"]
+    mode = precision_for()
+    assert result["machine"]["onnxruntime_precision"] == mode.describe(this_host())
+    assert f"onnxruntime {mode.value}" in out
+    # host-dependent: where ONNX Runtime's u8s8 kernel saturates, the artifact is measured in both modes
+    if saturates(this_host()):
+        assert names == ["PyTorch fp32 eager", "model.onnx [u8u8]", "model.onnx [u8s8]"]
+    else:
+        assert names == ["PyTorch fp32 eager", "model.onnx"]
+    assert [r.get("precision") for r in result["results"][1:]] == [m.value for m in
+                                                                    (mode, Precision.NATIVE)[: len(names) - 1]]
     for r in result["results"]:
         assert set(r["latency_ms"]) == {"8", "16"}
         assert all(0 < v["median"] <= v["p90"] for v in r["latency_ms"].values())

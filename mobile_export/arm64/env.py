@@ -77,6 +77,11 @@ class Arm64Env:
         return self.root / "qemu" / "usr" / "bin" / "qemu-aarch64"
 
     @property
+    def qemu_x86_64(self) -> Path:
+        """qemu's x86-64 user-mode emulator from the same package: ``-cpu Haswell`` is AVX2 without VNNI."""
+        return self.root / "qemu" / "usr" / "bin" / "qemu-x86_64"
+
+    @property
     def userland(self) -> Path:
         return self.root / "userland"
 

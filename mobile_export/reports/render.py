@@ -347,8 +347,10 @@ def summary(report: dict) -> str:
     h = record.host
     if h:
         modes = "; ".join(f"{k}: {v}" for k, v in (h.get("precision") or {}).items() if k == "onnxruntime")
-        lines.append(f"checked on {h.get('cpu')} ({' '.join(h.get('int8_features') or []) or 'no int8 features'})"
-                     + (f"; {modes}" if modes else ""))
+        lines.append(
+            f"checked on {h.get('cpu')} ({' '.join(h.get('int8_features') or []) or 'no int8 features'})"
+            + (f"; {modes}" if modes else "")
+        )
     if record.budget is not None:
         b = record.budget
         lines.append(f"budget {b.name} {b.bytes:,} B ({b.applies_to}): {'within' if record.within_budget else 'OVER'}")
