@@ -183,11 +183,11 @@ def bench(
 
             vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
     mode = precision_for()
-    modes: list[Precision | None] = [mode] + ([Precision.NATIVE] if mode is Precision.EXACT else [])
+    modes: list[Precision | None] = [mode, Precision.NATIVE] if mode is Precision.EXACT else [mode]
     rows = []
     for kind, path, name in targets:
         onnx_kind = kind in (Backend.ONNX.value, Backend.ORT.value)
-        for m in modes if onnx_kind else [None]:
+        for m in modes if onnx_kind else [None]:  # the eager model and a .pte have no such mode
             shown = f"{name} [{m.value}]" if m and len(modes) > 1 else name
             for t in threads:
                 say(f"bench {shown} threads={t} ...")
