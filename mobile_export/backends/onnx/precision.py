@@ -35,22 +35,26 @@ class Precision(enum.Enum):
     EXACT = "u8u8"  # the host's u8s8 kernel saturates: weights as u8 (ONNX Runtime's option + the Loop body)
 
     def describe(self, host: Host) -> str:
-        """One line for reports: the mode and why this host runs it."""
+        """One line for reports: the mode and what it means on ``host``."""
         if self is Precision.EXACT:
             return (
                 f"u8u8: {OPTION}=1 and the Loop body's weights as u8 (this CPU's u8s8 kernel adds pairs into "
                 "16 bits and saturates)"
             )
-        if host.x86_64:
-            why = next((f for f in ("amx_int8", "avx512_vnni", "avx_vnni") if host.has(f)), "?")
-            return f"u8s8: 32-bit sums ({why}), as on a phone"
-        return "u8s8: 32-bit sums (no saturating kernel on this architecture), as on a phone"
+        if saturates(host):
+            return "u8s8: ONNX Runtime's default; this CPU's kernel adds pairs into 16 bits and saturates"
+        why = next((f for f in _EXACT_SUMS if host.has(f)), "no saturating kernel on this architecture")
+        return f"u8s8: 32-bit sums ({why}), as on a phone"
+
+
+# x86 features with which MLAS's u8 x s8 GEMM sums into 32 bits (platform.cpp: AMX, AVX512-VNNI, AVX-VNNI)
+_EXACT_SUMS = ("amx_int8", "avx512_vnni", "avx_vnni")
 
 
 def saturates(host: Host) -> bool:
     """Whether ONNX Runtime's u8 x s8 GEMM saturates on ``host``: x86-64 without AVX-VNNI, AVX512-VNNI
     or AMX (MLAS picks its AVX2 or AVX-512 core kernel there)."""
-    return host.x86_64 and not any(host.has(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+    return host.x86_64 and not any(host.has(f) for f in _EXACT_SUMS)
 
 
 def precision_for(host: Host | None = None) -> Precision:
