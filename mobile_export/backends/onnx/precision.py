@@ -62,57 +62,62 @@ def precision_for(host: Host | None = None) -> Precision:
     return Precision.EXACT if saturates(host or this_host()) else Precision.NATIVE
 
 
-def _weight_uses(graph, outer: dict | None, uses: list, everywhere: bool) -> None:
-    """Collect (node, its scope's initializers) for int8-weight nodes whose weight is an int8 initializer:
-    of an enclosing graph only (what ONNX Runtime's option leaves), or ``everywhere``."""
-    from onnx import AttributeProto
+def _weight_uses(model, everywhere: bool) -> list:
+    """(node, initializers it can read) for the int8-weight nodes whose weight is an int8 initializer read
+    from the main graph by a subgraph (what ONNX Runtime's option leaves), or anywhere with ``everywhere``."""
+    from quantize.onnx_dynamic import graphs
 
-    local = {i.name: i for i in graph.initializer}
-    scope = {**(outer or {}), **local}
-    for node in graph.node:
-        for attr in node.attribute:
-            for sub in [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs):
-                _weight_uses(sub, scope, uses, everywhere)
-        if node.op_type not in _WEIGHT_INPUTS:
-            continue
-        weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
-        reach = scope if everywhere else {k: v for k, v in (outer or {}).items() if k not in local}
-        if weight in reach and reach[weight].data_type == _INT8:
-            uses.append((node, scope))
+    main = {i.name: i for i in model.graph.initializer}
+    uses = []
+    for graph, constants in graphs(model.graph):
+        local = {i.name: i for i in graph.initializer}
+        inside = graph is model.graph
+        for node in graph.node:
+            if node.op_type not in _WEIGHT_INPUTS:
+                continue
+            weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
+            found = local.get(weight) if everywhere else None
+            if found is None and not inside and weight in main and weight not in local:
+                found = main[weight]
+            if found is not None and found.data_type == _INT8 and weight in constants:
+                uses.append((node, {**main, **local}))
+    return uses
 
 
 def exact_model(path: Path, everywhere: bool = False):
     """The .onnx at ``path`` with s8 weights stored as u8 (zero points moved by 128: the same integers),
-    None when no weight can saturate. By default only the weights subgraphs read from an enclosing
-    graph (ONNX Runtime's option converts the others itself); ``everywhere`` converts all. The u8 copies
-    are initializers of the main graph, so ONNX Runtime still prepacks each once; every other weight
-    stays in the external data file."""
+    None when no weight can saturate. By default only the weights subgraphs read from the main graph
+    (ONNX Runtime's option converts the others itself); ``everywhere`` converts all. The u8 copies are
+    initializers of the main graph, so ONNX Runtime still prepacks each once; every other weight stays
+    in the external data file."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load(str(path), load_external_data=False)
-    uses: list = []
-    _weight_uses(model.graph, None, uses, everywhere)
     base = str(Path(path).parent)
     u8: dict[str, str] = {}  # s8 initializer -> its u8 twin
-    fits: dict[str, bool] = {}
+    values: dict[str, np.ndarray] = {}
 
-    def twin(tensor, values=None) -> str:
+    def read(tensor) -> np.ndarray:
+        if tensor.name not in values:
+            values[tensor.name] = numpy_helper.to_array(tensor, base_dir=base)
+        return values[tensor.name]
+
+    def twin(tensor) -> str:
         if tensor.name not in u8:
-            arr = numpy_helper.to_array(tensor, base_dir=base) if values is None else values
-            new = numpy_helper.from_array((arr.astype(np.int16) + 128).astype(np.uint8), tensor.name + "_s8_2_u8")
+            new = numpy_helper.from_array(
+                (read(tensor).astype(np.int16) + 128).astype(np.uint8), tensor.name + "_s8_2_u8"
+            )
             model.graph.initializer.append(new)
             u8[tensor.name] = new.name
         return u8[tensor.name]
 
-    for node, scope in uses:
+    for node, scope in _weight_uses(model, everywhere):
         w_index, zp_index = _WEIGHT_INPUTS[node.op_type]
         weight = scope[node.input[w_index]]
-        if weight.name not in fits:
-            arr = numpy_helper.to_array(weight, base_dir=base)
-            fits[weight.name] = bool(arr.min() >= _S7[0] and arr.max() <= _S7[1])
-        if fits[weight.name]:
+        arr = read(weight)
+        if arr.min() >= _S7[0] and arr.max() <= _S7[1]:
             continue  # 7-bit weights cannot saturate: ONNX Runtime leaves them too
         zp = node.input[zp_index] if len(node.input) > zp_index else ""
         if zp and (zp not in scope or scope[zp].data_type != _INT8):
@@ -123,7 +128,9 @@ def exact_model(path: Path, everywhere: bool = False):
         else:  # no zero point means 0 in s8, 128 in u8
             while len(node.input) < zp_index:
                 node.input.append("")
-            node.input.append(twin(onnx.helper.make_tensor("s8_zero", _INT8, [], [0]), np.zeros((), np.int8)))
+            zero = onnx.helper.make_tensor("s8_zero", _INT8, [], [0])
+            values.setdefault(zero.name, np.zeros((), np.int8))
+            node.input.append(twin(zero))
     if not u8:
         return None
     _drop_unused(model)
