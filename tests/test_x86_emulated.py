@@ -58,6 +58,7 @@ def _sqnr(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 
 def test_saturating_host_gets_the_exact_session(tiny_checkpoint, tmp_path):
     from mobile_export.backends.onnx import Runner
+    from mobile_export.backends.onnx.precision import precision_for
     from mobile_export.loading import load_checkpoint
     from mobile_export.reference import reference_outputs, tokenize
     from mobile_export.texts import builtin_texts
@@ -93,7 +94,7 @@ def test_saturating_host_gets_the_exact_session(tiny_checkpoint, tmp_path):
         default = [got[f"{path}|u8s8|{i}"] for i in range(len(examples))]
         s_here, s_project, s_default = _sqnr(fp32, here), _sqnr(fp32, project), _sqnr(fp32, default)
         print(f"\n{Path(path).name}: SQNR vs fp32 on emulated Haswell: project {s_project:.1f} dB, "
-              f"ONNX Runtime default {s_default:.1f} dB; this host ({info['mode']} there) {s_here:.1f} dB")
+              f"ONNX Runtime default {s_default:.1f} dB; this host ({precision_for().value}) {s_here:.1f} dB")
         assert abs(s_project - s_here) <= 0.5, (s_project, s_here)  # what a VNNI or ARM64 CPU computes
         assert s_project >= limit, s_project  # the default int8 gate passes the good artifact
         scale = float(np.sqrt(np.mean(np.concatenate(fp32) ** 2)))
