@@ -115,7 +115,9 @@ def main() -> int:
             for mode in ("project", "u8s8", "u8u8"):
                 m = _metrics(fp32, [got[f"{path}|{mode}|{i}"] for i in range(len(examples))])
                 ms = info["ms"].get(f"{path}|{mode}")
-                rows.append({"place": place, "artifact": Path(path).name, "mode": mode,
+                shown = Path(path).name if len({Path(x).name for x in paths}) == len(paths) else (
+                    f"{Path(path).parent.name}/{Path(path).name}")
+                rows.append({"place": place, "artifact": shown, "mode": mode,
                              "project_mode": info["project"], **m, "ms": ms})
     print(f"| artifact | CPU | mode | SQNR dB | lowest example dB | top-1 vs fp32 | ms @{a.seq} (1 thread) |")
     print("|---|---|---|---:|---:|---:|---:|")
