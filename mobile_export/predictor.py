@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -138,9 +139,30 @@ class Predictor:
             return self.entities(text)
         return self.embed(text)
 
-    def __call__(self, text: str, context: str | None = None) -> Result:
-        """Same as :meth:`predict`."""
-        return self.predict(text, context)
+    @overload
+    def __call__(self, text: str, context: str | None = None) -> Result: ...
+
+    @overload
+    def __call__(self, text: list[str], context: list[str] | None = None) -> list[Result]: ...
+
+    def __call__(self, text, context=None):
+        """:meth:`predict`, called as a transformers pipeline is: one text gives one result, a list of texts
+        (with, for question answering, a list of contexts of the same length) a list of results."""
+        if isinstance(text, str):
+            return self.predict(text, context)
+        texts = list(text)
+        if not all(isinstance(t, str) for t in texts):
+            raise BadInputError("pass a text or a list of texts (str)")
+        contexts = (
+            [None] * len(texts)
+            if context is None
+            else [context] * len(texts)
+            if isinstance(context, str)
+            else list(context)
+        )
+        if len(contexts) != len(texts):
+            raise BadInputError(f"{len(texts)} questions but {len(contexts)} contexts; pass one context per question")
+        return [self.predict(t, c) for t, c in zip(texts, contexts)]
 
     def _token(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id])

@@ -12,6 +12,7 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export, load
 from mobile_export.cli import main
+from mobile_export.errors import BadInputError
 from mobile_export.texts import CHINESE, ENGLISH
 from pipelines import assert_fills_equal_pipeline, pipeline_for
 
@@ -56,6 +57,17 @@ def test_text_classification_equals_pipeline(exported, backend):
         got = predictor.classify(text)
         assert got.label == max(expected, key=expected.get)
         assert got.scores == pytest.approx(expected, abs=1e-4)
+
+
+def test_predictor_is_called_as_a_pipeline(exported):
+    """One text gives one result, a list gives a list in order (transformers' pipelines do the same)."""
+    _, out = exported("text-classification")
+    predictor = load(out, backend="onnx")
+    many = predictor(list(TEXTS[:3]))
+    assert isinstance(many, list) and len(many) == 3
+    assert [r.to_json() for r in many] == [predictor(t).to_json() for t in TEXTS[:3]]
+    with pytest.raises(BadInputError, match="a list of texts"):
+        predictor([TEXTS[0], 3])
 
 
 def test_int8_classification_agrees_where_decisive(exported):
