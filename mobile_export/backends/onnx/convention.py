@@ -7,6 +7,7 @@ from typing import Any
 from ...reference import INPUT_NAMES
 from ..base import ExportStats
 from .inspection import INT4_OPS
+from .precision import OPTION
 
 
 def usage(stats: ExportStats) -> dict[str, Any]:
@@ -15,6 +16,8 @@ def usage(stats: ExportStats) -> dict[str, Any]:
         "load": "from the .onnx file's path with model.onnx.data beside it (Android: "
         "OrtEnvironment.createSession(path, options)), not a Java byte[]",
         "calling_convention": {"name": "single-graph/1", "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"},
+        # what the app's OrtRunner sets; without it an x86-64 CPU without VNNI saturates the int8 GEMM
+        "session_config": {OPTION: "1"},
         **(
             {
                 "kernels": f"{', '.join(INT4_OPS)} (com.microsoft contrib ops: the full onnxruntime-android "
