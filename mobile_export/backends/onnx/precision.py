@@ -157,11 +157,8 @@ def _drop_unused(model) -> None:
     model.graph.initializer.extend(keep)
 
 
-def session(path: Path, threads: int | None = None, precision: Precision | None = None, **options):
-    """An ONNX Runtime CPU session of ``path`` (.onnx or .ort) in ``precision`` (default: this host's).
-
-    ``options`` are SessionOptions attributes (e.g. graph_optimization_level).
-    """
+def session(path: Path, threads: int | None = None, precision: Precision | None = None):
+    """An ONNX Runtime CPU session of ``path`` (.onnx or .ort) in ``precision`` (default: this host's)."""
     import onnxruntime as ort
 
     precision = precision or precision_for()
@@ -170,8 +167,6 @@ def session(path: Path, threads: int | None = None, precision: Precision | None 
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-    for key, value in options.items():
-        setattr(opts, key, value)
     source: str | bytes = str(path)
     if precision is Precision.EXACT:
         opts.add_session_config_entry(OPTION, "1")
