@@ -69,18 +69,16 @@ def _weight_uses(model, everywhere: bool) -> list:
 
     main = {i.name: i for i in model.graph.initializer}
     uses = []
-    for graph, constants in graphs(model.graph):
+    for graph, _ in graphs(model.graph):
         local = {i.name: i for i in graph.initializer}
-        inside = graph is model.graph
+        scope = {**main, **local}
+        # the main graph's own weights are ONNX Runtime's to convert; a subgraph's own ones too
+        reach = scope if everywhere else {} if graph is model.graph else {k: main[k] for k in main.keys() - local}
         for node in graph.node:
-            if node.op_type not in _WEIGHT_INPUTS:
-                continue
-            weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
-            found = local.get(weight) if everywhere else None
-            if found is None and not inside and weight in main and weight not in local:
-                found = main[weight]
-            if found is not None and found.data_type == _INT8 and weight in constants:
-                uses.append((node, {**main, **local}))
+            if node.op_type in _WEIGHT_INPUTS:
+                found = reach.get(node.input[_WEIGHT_INPUTS[node.op_type][0]])
+                if found is not None and found.data_type == _INT8:
+                    uses.append((node, scope))
     return uses
 
 
@@ -171,8 +169,15 @@ def session(path: Path, threads: int | None = None, precision: Precision | None 
     if precision is Precision.EXACT:
         opts.add_session_config_entry(OPTION, "1")
         if Path(path).suffix == ".onnx":
-            exact = exact_model(Path(path))
-            if exact is not None:
-                opts.add_session_config_entry(EXTERNAL_FOLDER, str(Path(path).resolve().parent))
-                source = exact.SerializeToString()
+            source = exact_source(Path(path), opts)
     return ort.InferenceSession(source, sess_options=opts, providers=["CPUExecutionProvider"])
+
+
+def exact_source(path: Path, opts, everywhere: bool = False) -> str | bytes:
+    """What to hand ``ort.InferenceSession`` for ``path`` with ``exact_model``'s u8 weights: the rewritten
+    graph's bytes (``opts`` told where its external data lives), or the path when nothing needs it."""
+    exact = exact_model(path, everywhere)
+    if exact is None:
+        return str(path)
+    opts.add_session_config_entry(EXTERNAL_FOLDER, str(Path(path).resolve().parent))
+    return exact.SerializeToString()

@@ -19,7 +19,7 @@ from ...config import Quant
 from ...errors import ArtifactLoadError, first_line
 from .. import onnx as onnx_backend
 from ..base import ExportStats, MatmulCoverage
-from ..onnx.precision import EXTERNAL_FOLDER, exact_model
+from ..onnx.precision import exact_source
 
 runtime_version = onnx_backend.runtime_version
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
@@ -164,14 +164,10 @@ def export(
             so.add_session_config_entry("session.save_model_format", "ORT")
             # A .ort is not optimized again when loaded, so no session option can keep an x86 CPU without
             # VNNI from saturating its s8 weights: they are stored as u8 (the same integers; ARM64's
-            # ONNX Runtime runs one kernel for u8 and s8 weights). The same on every host: no option set.
-            source: str | bytes = str(onnx_path)
-            exact = exact_model(onnx_path, everywhere=True)
-            if exact is not None:
-                so.add_session_config_entry(EXTERNAL_FOLDER, str(onnx_path.resolve().parent))
-                source = exact.SerializeToString()
+            # ONNX Runtime runs one kernel for u8 and s8 weights). No session option is set, so the result
+            # does not depend on the converting CPU.
             ort.InferenceSession(
-                source,
+                exact_source(onnx_path, so, everywhere=True),
                 sess_options=so,
                 providers=["CPUExecutionProvider"],
                 disabled_optimizers=["NchwcTransformer"],
