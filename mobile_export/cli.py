@@ -6,6 +6,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from .cli_parser import build_parser
 from .errors import ExitCode, MobileExportError, first_line
@@ -196,9 +197,34 @@ def main(argv: list[str] | None = None) -> int:
             fixes the hash seed for reproducible .pte bytes).
     """
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt:  # a second interrupt while the first was being reported
-        return 130
+        code = 130
+    if argv is None and code == 130:
+        _exit_interrupted()
+    return code
+
+
+def _exit_interrupted() -> NoReturn:
+    """End the command with exit code 130 once the interrupt's cleanup has run.
+
+    CI twice saw the process die by SIGINT (-2) after the cleanup and the message, although SIGINT was
+    ignored by then: the interpreter's own end re-raises SIGINT with the default action when it believes a
+    KeyboardInterrupt went unhandled (a library's C code can leave that belief behind). The documented exit
+    code is 130, so the command ends here, after flushing its output and running the exit handlers.
+    """
+    import atexit
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - an exit handler's failure must not change the exit code
+        pass
+    os._exit(130)
 
 
 def _main(argv: list[str] | None) -> int:
