@@ -52,7 +52,7 @@ test-all: install
 # ~/.cache/mobile-export/arm64 (or $$MOBILE_EXPORT_ARM64_ENV): about 3 minutes and 2 GB. Needs
 # `apt-get install -y debootstrap binutils-aarch64-linux-gnu` and root (.ci/run does both).
 arm64-env: install
-	$(BIN)/python -m mobile_export.arm64.env --if-missing
+	$(BIN)/python -m mobile_export.parity.arm64.setup --if-missing
 
 # The demo's int8 and int4 .pte and .onnx on cortex-a53, cortex-a76 and cortex-a710, and the gate refusing a
 # run that differs on one of them; then ONNX Runtime on qemu's Haswell CPU (AVX2 without VNNI, the kernel that

@@ -55,9 +55,9 @@ def reference_throughput(ckpt: Path, data: list[str], threads: int) -> tuple[flo
     """Texts per second of the fp32 reference: one text at a time, and as the parity run batches it."""
     import torch
 
-    from mobile_export.checking import Checker
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import reference_outputs, tokenize
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import reference_outputs, tokenize
+    from mobile_export.parity.checker import Checker
 
     torch.set_num_threads(threads)
     loaded = load_checkpoint(str(ckpt), None)
@@ -74,8 +74,8 @@ def reference_throughput(ckpt: Path, data: list[str], threads: int) -> tuple[flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mobile_export._quiet import quiet_libraries
-    from mobile_export.tiny import build_tiny_checkpoint
+    from mobile_export.core.quiet import quiet_libraries
+    from mobile_export.demo.tiny import build_tiny_checkpoint
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)
@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(cli + ["export", str(ckpt), "--out", str(exp), "--backend", "onnx", "--task", "fill-mask",
                               "--no-memory", "--overwrite", "--quiet", *OFF], check=True)
     rows = []
-    from mobile_export.reference import tokenize  # noqa: E402 (after the checkpoint exists)
     from transformers import AutoTokenizer
+
+    from mobile_export.model.reference import tokenize  # noqa: E402 (after the checkpoint exists)
 
     tok = AutoTokenizer.from_pretrained(str(ckpt))
     for n in sizes:

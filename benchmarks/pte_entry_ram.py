@@ -1,6 +1,6 @@
 """Model RAM of a ``--pte-entry both`` .pte run through its layer loop and through ``forward``, the latter
 with XNNPACK's weights cache off (the Python wheel's default) and on (the default of ExecuTorch's Android
-and iOS builds), each in a fresh process, measured as ``mobile_export.memory`` measures (numbers in
+and iOS builds), each in a fresh process, measured as ``mobile_export.measure.memory`` measures (numbers in
 BENCHMARKS.md, "--pte-entry").
 
     python benchmarks/pte_entry_ram.py out/base-both/model.pte [--seq 128] [--repeats 3]
@@ -49,8 +49,8 @@ def _enable_weights_cache() -> None:
 def _child(path: Path, entry: str, cache: bool, seq: int) -> dict:
     import numpy as np
 
-    from mobile_export.child import import_runtime
-    from mobile_export.memory import delta, model_kib, reset_peak, resident_kib, status_kib
+    from mobile_export.measure.child import import_runtime
+    from mobile_export.measure.memory import delta, model_kib, reset_peak, resident_kib, status_kib
 
     module = import_runtime("executorch")
     if cache:

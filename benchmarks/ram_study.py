@@ -6,7 +6,7 @@
 For each ALBERT shape (random seeded weights, vocab 30000, embedding 128, 512 positions) and layer
 count it exports int8 .pte and .onnx with ``mobile_export.export`` (parity limits off: a random deep
 model is too chaotic for agreement to mean anything), then measures each artifact ``--repeats`` times
-with ``mobile_export.memory.measure`` (a fresh process: runtime imported, artifact loaded through its
+with ``mobile_export.measure.memory.measure`` (a fresh process: runtime imported, artifact loaded through its
 backend's Runner and run once at 128 tokens) and prints the median as a Markdown table. ``--compare``
 adds artifacts exported elsewhere (e.g. by an earlier version) under the folder's name.
 """
@@ -32,7 +32,7 @@ def _bytes(path: Path) -> int:
 
 
 def measure_all(path: Path, repeats: int) -> dict:
-    from mobile_export.memory import measure
+    from mobile_export.measure.memory import measure
 
     runs = [measure(path, 128).to_dict() for _ in range(repeats)]
     return {k: int(statistics.median(r[k] for r in runs)) for k in runs[0] if k != "seq_len"}
@@ -40,8 +40,8 @@ def measure_all(path: Path, repeats: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from mobile_export import Backend, ExportOptions, Quant, Thresholds, export
-    from mobile_export._quiet import quiet_libraries
-    from mobile_export.tiny import build_tiny_checkpoint
+    from mobile_export.core.quiet import quiet_libraries
+    from mobile_export.demo.tiny import build_tiny_checkpoint
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)

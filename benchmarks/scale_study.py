@@ -4,7 +4,7 @@
 
 For each ALBERT shape (random weights, seeded; the layer count is the shape's own) it exports int8 .pte
 and .onnx with ``mobile_export.export`` (parity thresholds off: random weights), then runs
-``mobile_export.bench`` (fresh process per artifact and thread count, PyTorch fp32 eager in the same
+``mobile_export.measure.bench`` (fresh process per artifact and thread count, PyTorch fp32 eager in the same
 run). Writes ``scale.json`` and ``scale.png`` into ``--out`` and prints a Markdown table.
 """
 
@@ -26,9 +26,9 @@ COMMON = dict(vocab_size=30000, embedding_size=128, max_position_embeddings=512,
 
 def main(argv: list[str] | None = None) -> int:
     from mobile_export import Backend, ExportOptions, Quant, Thresholds, export
-    from mobile_export._quiet import quiet_libraries
-    from mobile_export.bench import bench, table
-    from mobile_export.tiny import build_tiny_checkpoint
+    from mobile_export.core.quiet import quiet_libraries
+    from mobile_export.demo.tiny import build_tiny_checkpoint
+    from mobile_export.measure.bench import bench, table
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", required=True)

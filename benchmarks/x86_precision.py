@@ -29,7 +29,7 @@ import json, sys, time
 import numpy as np
 from mobile_export.backends.onnx import Runner
 from mobile_export.backends.onnx.precision import Precision, precision_for
-from mobile_export.host import this_host
+from mobile_export.core.host import this_host
 feeds, dest, seq, runs = np.load(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 out, info = {}, {"host": this_host().summary(), "project": precision_for().value, "ms": {}}
 for path in sys.argv[5:]:
@@ -76,8 +76,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=30)
     a = p.parse_args()
 
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import reference_outputs, tokenize
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import reference_outputs, tokenize
 
     loaded = load_checkpoint(a.checkpoint)
     lines = [x for x in Path(a.data).read_text(encoding="utf-8").splitlines() if x.strip()][: a.texts]
@@ -94,7 +94,7 @@ def main() -> int:
     root = str(Path(__file__).resolve().parents[1])
     places = [("this host", [], a.runs)]
     if a.emulate:
-        from mobile_export.arm64.env import default_dir, locate
+        from mobile_export.parity.arm64.env import default_dir, locate
 
         places.append(("qemu Haswell", [str(locate(default_dir()).qemu_x86_64), "-cpu", "Haswell"], 0))
     paths = [str(Path(x).resolve()) for x in a.artifacts]

@@ -8,7 +8,8 @@ Public API::
     print(predictor("这个手机很好用"))           # typed results: Classification, Entity, Answer, ...
 
 The names load on first use, so a process that needs one module (the emulated ARM64 worker needs only
-the runtimes' runners) does not import the whole pipeline.
+the runtimes' runners) does not import the whole pipeline. Where the code lives (subpackages by concept,
+each importing only those below it): README.md, "Where things are".
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each name on first use
-    from .api import ArtifactResult, ExportResult, export, parity_check, size_report, write_tokenizer
-    from .config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
-    from .errors import (
+    from .assets.tokenizer import write_tokenizer
+    from .core.config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
+    from .core.errors import (
         BadInputError,
         BudgetError,
         CheckpointError,
@@ -30,46 +31,65 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         ParityError,
         UnsupportedError,
     )
-    from .loading import LoadedModel, load_checkpoint
-    from .predictor import Predictor, load
+    from .exporter.check import parity_check
+    from .exporter.pipeline import ExportResult, export
+    from .measure.report import size_report
+    from .model.loading import LoadedModel, load_checkpoint
+    from .parity.artifact import ArtifactResult
+    from .run.predictor import Predictor, load
+    from .run.results import Answer, Classification, Embedding, Entity, Fill, MaskFills
 
+# Each public name and the module it lives in: export, parity, size, tokenizer assets, load / Predictor and
+# its typed results, the loaded checkpoint, options, errors and exit codes.
 _HOMES = {
-    "ArtifactResult": "api",
-    "ExportResult": "api",
-    "export": "api",
-    "parity_check": "api",
-    "size_report": "api",
-    "write_tokenizer": "api",
-    "Backend": "config",
-    "ExportOptions": "config",
-    "ParityOptions": "config",
-    "Quant": "config",
-    "Thresholds": "config",
-    "BadInputError": "errors",
-    "BudgetError": "errors",
-    "CheckpointError": "errors",
-    "ExitCode": "errors",
-    "ExportFailedError": "errors",
-    "MobileExportError": "errors",
-    "OutputError": "errors",
-    "ParityError": "errors",
-    "UnsupportedError": "errors",
-    "LoadedModel": "loading",
-    "load_checkpoint": "loading",
-    "Predictor": "predictor",
-    "load": "predictor",
+    "export": "exporter.pipeline",
+    "ExportResult": "exporter.pipeline",
+    "parity_check": "exporter.check",
+    "ArtifactResult": "parity.artifact",
+    "size_report": "measure.report",
+    "write_tokenizer": "assets.tokenizer",
+    "load": "run.predictor",
+    "Predictor": "run.predictor",
+    "Classification": "run.results",
+    "Entity": "run.results",
+    "Answer": "run.results",
+    "Fill": "run.results",
+    "MaskFills": "run.results",
+    "Embedding": "run.results",
+    "LoadedModel": "model.loading",
+    "load_checkpoint": "model.loading",
+    "Backend": "core.config",
+    "ExportOptions": "core.config",
+    "ParityOptions": "core.config",
+    "Quant": "core.config",
+    "Thresholds": "core.config",
+    "BadInputError": "core.errors",
+    "BudgetError": "core.errors",
+    "CheckpointError": "core.errors",
+    "ExitCode": "core.errors",
+    "ExportFailedError": "core.errors",
+    "MobileExportError": "core.errors",
+    "OutputError": "core.errors",
+    "ParityError": "core.errors",
+    "UnsupportedError": "core.errors",
 }
 __all__ = [
+    "Answer",
     "ArtifactResult",
     "Backend",
     "BadInputError",
     "BudgetError",
     "CheckpointError",
+    "Classification",
+    "Embedding",
+    "Entity",
     "ExitCode",
     "ExportFailedError",
     "ExportOptions",
     "ExportResult",
+    "Fill",
     "LoadedModel",
+    "MaskFills",
     "MobileExportError",
     "OutputError",
     "ParityError",

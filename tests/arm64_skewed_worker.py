@@ -3,7 +3,7 @@ runs inside qemu for tests/test_arm64.py (everything else is the real worker and
 
 import os
 
-from mobile_export.arm64 import worker
+from mobile_export.parity.arm64 import worker
 
 SKEWED_CPU = "cortex-a76"
 

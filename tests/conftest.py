@@ -29,8 +29,8 @@ socket.socket.connect = _guarded_connect
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     """tiny_checkpoint(task, tokenizer="wordpiece", **overrides) -> folder; built once per argument set."""
-    from mobile_export._quiet import quiet_libraries
-    from mobile_export.tiny import build_tiny_checkpoint
+    from mobile_export.core.quiet import quiet_libraries
+    from mobile_export.demo.tiny import build_tiny_checkpoint
 
     quiet_libraries()
     cache: dict = {}

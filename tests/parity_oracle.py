@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from mobile_export.config import MIN_BUCKET_EXAMPLES, Thresholds
-from mobile_export.tasks import OutputKind, TaskSpec
-from mobile_export.metrics import BUCKETS, TIE_ERROR_CAP, bucket_name, cosine, rows_of, sqnr_from_sums, top_margins
+from mobile_export.core.config import MIN_BUCKET_EXAMPLES, Thresholds
+from mobile_export.core.tasks import OutputKind, TaskSpec
+from mobile_export.parity.metrics import (
+    BUCKETS,
+    TIE_ERROR_CAP,
+    bucket_name,
+    cosine,
+    rows_of,
+    sqnr_from_sums,
+    top_margins,
+)
 
 
 def _example_stats(task: TaskSpec, reference, actual) -> list[dict]:

@@ -9,7 +9,7 @@ def pipeline_for(task, ckpt, **kwargs):
     """transformers' pipeline for ``task`` on the fp32 checkpoint folder ``ckpt`` (CPU, no network)."""
     from transformers import AutoTokenizer, pipeline
 
-    from mobile_export.tasks import model_class_for
+    from mobile_export.core.tasks import model_class_for
 
     model = model_class_for(task).from_pretrained(str(ckpt)).eval()
     return pipeline(task, model=model, tokenizer=AutoTokenizer.from_pretrained(str(ckpt)), device="cpu", **kwargs)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mobile_export.api import export
-from mobile_export.config import Backend, ExportOptions, Quant
-from mobile_export.progress import Silent
+from mobile_export import export
+from mobile_export.core.config import Backend, ExportOptions, Quant
+from mobile_export.core.progress import Silent
 
 REPO = Path(__file__).resolve().parent.parent
 GRADLE = REPO / "android_demo" / "app" / "build.gradle.kts"

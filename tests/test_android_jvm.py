@@ -56,8 +56,8 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     from mobile_export import Backend, ExportOptions, Quant, export
     from mobile_export.demo import MODEL_DIR
     from mobile_export.demo.data import write_split
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import tokenize
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import tokenize
 
     data = tmp_path / "test.tsv"
     n = write_split("test", data)

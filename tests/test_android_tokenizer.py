@@ -78,7 +78,7 @@ def edge_cases(seed: int = 0) -> list[bytes]:
 
 
 def python_ids(tokenizer, lines: list[bytes], max_length: int) -> list[list[int]]:
-    from mobile_export.ondevice import sanitize
+    from mobile_export.core.text import sanitize
 
     texts = [sanitize(b.decode("utf-8", errors="replace")) for b in lines]
     return tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
@@ -110,7 +110,7 @@ def assert_same(tokenizer, assets: Path, lines: list[bytes], max_length: int) ->
 
 
 def _assets(tokenizer, kind: str, folder: Path, dest: Path, max_length: int) -> Path:
-    from mobile_export.assets import write_tokenizer_assets
+    from mobile_export.assets.tokenizer import write_tokenizer_assets
 
     write_tokenizer_assets(tokenizer, kind, folder, dest, max_length)
     return dest
@@ -142,7 +142,7 @@ def sp_training_text() -> dict[str, list[str]]:
 def test_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_size, text, keep_accents, lower):
     from transformers import AlbertTokenizer
 
-    from mobile_export.tiny import train_sentencepiece
+    from mobile_export.demo.tiny import train_sentencepiece
 
     train_sentencepiece(sp_training_text[text], tmp_path / "spiece", vocab_size=vocab_size)
     tok = AlbertTokenizer.from_pretrained(str(tmp_path), keep_accents=keep_accents, do_lower_case=lower)
@@ -170,9 +170,9 @@ def test_junit_suite():
 @pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
 def test_export_golden_ids_match_java(tiny_checkpoint, tmp_path, kind):
     """The app's self-test compares its ids with the manifest's golden ids: they must agree on a real export."""
-    from mobile_export.api import export
-    from mobile_export.config import Backend, ExportOptions, Quant
-    from mobile_export.progress import Silent
+    from mobile_export import export
+    from mobile_export.core.config import Backend, ExportOptions, Quant
+    from mobile_export.core.progress import Silent
 
     out = tmp_path / "out"
     export(tiny_checkpoint(tokenizer=kind), out, ExportOptions(backends=(Backend.ONNX,), quant=Quant.FP32, measure_memory=False),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mobile_export.cli import main
-from mobile_export.metrics import BUCKETS, bucket_of
+from mobile_export.cli.main import main
+from mobile_export.parity.metrics import BUCKETS, bucket_of
 
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 CPUS = "cortex-a53,cortex-a76,cortex-a710"
@@ -77,7 +77,7 @@ def test_demo_artifacts_pass_on_three_phone_cpus(demo, tmp_path, capsys):
 
 def test_an_arm64_run_that_differs_is_refused_naming_the_cpu(demo, monkeypatch, tmp_path, capsys):
     """The demo's int8 .pte, with cortex-a76's results off by 25% inside the emulated process: exit 3."""
-    from mobile_export.arm64 import emulator
+    from mobile_export.parity.arm64 import emulator
 
     monkeypatch.setattr(emulator, "WORKER", "arm64_skewed_worker")
     monkeypatch.setattr(emulator, "EXTRA_PYTHONPATH", [str(Path(__file__).parent)])

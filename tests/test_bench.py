@@ -6,8 +6,8 @@ import json
 
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.backends.onnx.precision import Precision, precision_for, saturates
-from mobile_export.host import this_host
-from mobile_export.cli import main
+from mobile_export.cli.main import main
+from mobile_export.core.host import this_host
 
 
 def test_bench_measures_artifact_and_eager(tiny_checkpoint, tmp_path, capsys):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from mobile_export.cli import main
+from mobile_export.cli.main import main
 from mobile_export.reports import REPORT_SCHEMA
 
 

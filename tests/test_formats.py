@@ -8,7 +8,7 @@ import pytest
 
 from mobile_export import backends
 from mobile_export.backends.base import CONTRACT, Format
-from mobile_export.config import Backend
+from mobile_export.core.config import Backend
 
 
 @pytest.mark.parametrize("backend", list(backends.BACKENDS), ids=lambda b: b.value)
@@ -40,7 +40,7 @@ def test_runners_load_without_the_export_toolchain():
             "for name in ('onnx', 'onnxscript'):\n"
             "    sys.modules[name] = None  # any import of them now raises ImportError\n"
             "from mobile_export import backends\n"
-            "from mobile_export.arm64 import worker\n"
+            "from mobile_export.parity.arm64 import worker\n"
             "for b in backends.BACKENDS:\n"
             "    assert backends.load(b).Runner\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from pipelines import assert_fills_equal_pipeline, pipeline_for
 
 from mobile_export import Backend, BadInputError, ExportOptions, Quant, export, load
-from mobile_export.cli import main
-from mobile_export.texts import CHINESE, ENGLISH
-from pipelines import assert_fills_equal_pipeline, pipeline_for
+from mobile_export.cli.main import main
+from mobile_export.parity.texts import CHINESE, ENGLISH
 
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)
 MASKED = [
@@ -40,7 +40,7 @@ def exported(tiny_checkpoint, tmp_path_factory):
 
 
 def _model(task, ckpt):
-    from mobile_export.tasks import model_class_for
+    from mobile_export.core.tasks import model_class_for
 
     return model_class_for(task).from_pretrained(str(ckpt)).eval()
 
@@ -53,8 +53,7 @@ def test_topk_equals_the_fill_mask_pipeline(exported, backend):
 
 def test_topk_outputs_and_manifest(exported):
     """Slots beyond the masks hold -1; more masks than slots: the first eight; the manifest says so."""
-    from mobile_export.heads import MASK_SLOTS
-    from mobile_export.reference import INPUT_NAMES
+    from mobile_export.core.signature import INPUT_NAMES, MASK_SLOTS
 
     _, out = exported("fill-mask", Quant.FP32, head="topk:5")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -183,7 +182,7 @@ def test_run_prints_both_heads(exported, capsys):
     (dict(task="feature-extraction", normalize=True), "--normalize needs --pooling"),
 ])
 def test_head_options_that_do_not_fit_exit_2(options, match):
-    from mobile_export.heads import parse_head
+    from mobile_export.model.heads import parse_head
 
     with pytest.raises(BadInputError, match=match):
         parse_head(options["task"], options.get("head"), options.get("pooling"), options.get("normalize", False))

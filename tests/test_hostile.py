@@ -18,7 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from mobile_export.cli import main
+from mobile_export.cli.main import main
 
 SIDE_EFFECT = Path("/tmp/mobile-export-pwned")
 
@@ -165,7 +165,7 @@ def test_full_disk_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, monkeypat
     """ENOSPC while writing the outputs: exit 2, the reason in one line, nothing published."""
     import errno
 
-    from mobile_export import fsutil
+    from mobile_export.core import fsutil
 
     real = fsutil.write_bytes
     calls = {"n": 0}
@@ -188,7 +188,7 @@ def test_full_disk_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, monkeypat
 def test_wrapped_interrupt_is_recognised():
     """Ctrl-C inside a C++ call can reach Python as another exception naming KeyboardInterrupt; that is an
     interrupt (exit 130). Any other failure is not."""
-    from mobile_export.interrupts import wrapped as _interrupted
+    from mobile_export.core.interrupts import wrapped as _interrupted
 
     assert _interrupted(TypeError('empty_strided(): argument \'stride\' failed ... "KeyboardInterrupt: "'))
     try:
@@ -204,8 +204,8 @@ def test_wrapped_interrupt_is_recognised():
 
 def test_swallowed_interrupt_still_stops_at_the_next_step():
     """A library that catches Ctrl-C and carries on (seen once mid-export) cannot make the run ignore it."""
-    from mobile_export.interrupts import latched_interrupts
-    from mobile_export.progress import Progress
+    from mobile_export.core.interrupts import latched_interrupts
+    from mobile_export.core.progress import Progress
 
     ran = []
     with latched_interrupts():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export.cli import main
+from mobile_export.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_artifact_of_another_model(good, tiny_checkpoint, other, expected_code, 
 
 
 def test_artifact_of_a_smaller_vocabulary(tiny_checkpoint, tmp_path, capsys):
-    from mobile_export.tiny import build_tiny_checkpoint
+    from mobile_export.demo.tiny import build_tiny_checkpoint
 
     small = build_tiny_checkpoint(tmp_path / "small", texts=["Call me Ishmael.", "The quick brown fox."])
     big = tiny_checkpoint("text-classification", "wordpiece")

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export.memory import measure
-from mobile_export.size import breakdown
+from mobile_export.measure.memory import measure
+from mobile_export.measure.size import breakdown
 
 WIDE = dict(hidden_size=512, intermediate_size=2048, num_attention_heads=8, embedding_size=64,
             max_position_embeddings=64, initializer_range=0.02)
@@ -52,8 +52,8 @@ def _unrolled_pte(ckpt, dest):
     from torch.export import Dim
 
     from mobile_export.backends.executorch.rewrites import xnnpack_friendly
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import ExportWrapper, example_inputs
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import ExportWrapper, example_inputs
     from quantize.pt2e import quantize_graph
 
     loaded = load_checkpoint(ckpt)

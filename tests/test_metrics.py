@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from mobile_export.config import Quant, Thresholds
-from mobile_export.tasks import get_task
-from mobile_export.accumulate import compare
-from mobile_export.metrics import cosine, sqnr_db
+from mobile_export.core.config import Quant, Thresholds
+from mobile_export.core.tasks import get_task
+from mobile_export.parity.accumulate import compare
+from mobile_export.parity.metrics import cosine, sqnr_db
 
 CLS = get_task("text-classification")
 TOK = get_task("token-classification")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, backends, export
-from mobile_export.cli import main
+from mobile_export.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_shared_layer_stored_twice_with_identical_bytes_is_not_preserved(exporte
     assert main(["size", str(dup), "--checkpoint", str(ckpt), "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert "sharing: NOT preserved" in out, out
-    from mobile_export.api import size_report
+    from mobile_export import size_report
 
     [bad] = size_report([dup], ckpt, measure=False)
     assert not bad["sharing_preserved"], bad

@@ -11,19 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity_oracle import oracle
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export import checking
-from mobile_export.api import parity_check
-from mobile_export.checking import ArtifactCheck, Checker, ParitySource
-from mobile_export.cli import main
-from mobile_export.config import ParityOptions, Thresholds
-from mobile_export.loading import load_checkpoint
-from mobile_export.progress import Progress
-from mobile_export.reference import reference_batch, reference_outputs, tokenize
-from mobile_export.texts import builtin_texts, long_text
-from mobile_export.accumulate import compare
-from parity_oracle import oracle
+from mobile_export import parity_check
+from mobile_export.cli.main import main
+from mobile_export.core.config import ParityOptions, Thresholds
+from mobile_export.core.progress import Progress
+from mobile_export.model.loading import load_checkpoint
+from mobile_export.model.reference import reference_batch, reference_outputs, tokenize
+from mobile_export.parity import checker as checking
+from mobile_export.parity.accumulate import compare
+from mobile_export.parity.checker import ArtifactCheck, Checker, ParitySource
+from mobile_export.parity.texts import builtin_texts, long_text
 
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
@@ -127,8 +127,8 @@ def test_streamed_check_gives_the_in_memory_numbers_on_the_demo(demo_onnx):
 
 
 def read(path, loaded):
-    from mobile_export.assets import labels
-    from mobile_export.data import read_parity_file
+    from mobile_export.assets.tokenizer import labels
+    from mobile_export.parity.data import read_parity_file
 
     return read_parity_file(path, labels(loaded.config))
 

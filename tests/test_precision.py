@@ -15,7 +15,7 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.backends.onnx.precision import Precision, exact_model, precision_for, saturates
-from mobile_export.host import Host, this_host
+from mobile_export.core.host import Host, this_host
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_the_mode_follows_the_hosts_kernels(arch, features, mode):
 def test_host_features_come_from_the_process_cpu(monkeypatch):
     import numpy._core._multiarray_umath as umath
 
-    from mobile_export import host as host_module
+    from mobile_export.core import host as host_module
 
     probed = dict(umath.__cpu_features__)
     flags = " ".join(n for n, p in host_module.X86_FEATURES.items() if p and probed.get(p))
@@ -123,9 +123,9 @@ def test_the_projects_session_is_exact_on_every_host(loop_onnx):
     """Host-dependent by design: where the u8s8 kernel does not saturate, both modes are the same exact
     GEMM (equal outputs); where it saturates, the project's mode is the one closer to fp32."""
     from mobile_export.backends.onnx import Runner
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import reference_outputs, tokenize
-    from mobile_export.texts import builtin_texts
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import reference_outputs, tokenize
+    from mobile_export.parity.texts import builtin_texts
 
     loaded = load_checkpoint(loop_onnx.checkpoint)
     examples = tokenize(loaded.tokenizer, builtin_texts()[:24], 64)

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mobile_export.config import Thresholds
-from mobile_export.tasks import get_task
-from mobile_export.accumulate import compare
+from mobile_export.core.config import Thresholds
+from mobile_export.core.tasks import get_task
+from mobile_export.parity.accumulate import compare
 
 TASK = get_task("text-classification")
 NONE = Thresholds(max_abs_diff=None, min_agreement=None, min_sqnr_db=None)
@@ -72,10 +72,10 @@ text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\n"
 def tokenizers(tmp_path_factory):
     from transformers import AlbertTokenizer, BertTokenizer
 
-    from mobile_export.assets import write_tokenizer_assets
+    from mobile_export.assets.tokenizer import write_tokenizer_assets
     from mobile_export.demo import MODEL_DIR
-    from mobile_export.tiny import train_sentencepiece
-    from mobile_export.texts import builtin_texts
+    from mobile_export.demo.tiny import train_sentencepiece
+    from mobile_export.parity.texts import builtin_texts
 
     root = tmp_path_factory.mktemp("prop")
     wp = BertTokenizer.from_pretrained(str(MODEL_DIR))

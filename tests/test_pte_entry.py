@@ -9,8 +9,8 @@ import pytest
 
 from mobile_export import Backend, BadInputError, ExportOptions, Quant, export, load
 from mobile_export.backends import executorch as et
-from mobile_export.reference import tokenize
-from mobile_export.texts import CHINESE, ENGLISH
+from mobile_export.model.reference import tokenize
+from mobile_export.parity.texts import CHINESE, ENGLISH
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_methods_of_each_entry(entries):
 
 def test_both_runs_forward_with_the_loops_outputs_and_stores_the_weights_once(entries):
     ckpt, out = entries
-    from mobile_export.loading import load_checkpoint
+    from mobile_export.model.loading import load_checkpoint
 
     tok = load_checkpoint(ckpt).tokenizer
     pte = out["both"] / "model.pte"
@@ -58,7 +58,7 @@ def test_both_runs_forward_with_the_loops_outputs_and_stores_the_weights_once(en
 
 
 def test_forward_only_file_refuses_the_loop_and_loop_only_refuses_forward(entries):
-    from mobile_export.errors import ArtifactLoadError
+    from mobile_export.core.errors import ArtifactLoadError
 
     _, out = entries
     assert et.Runner(out["forward"] / "model.pte").forward is not None  # runs forward when it is all there is

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import inspect
 
-from mobile_export.api import export
-from mobile_export.config import Backend, ExportOptions, Quant
-from mobile_export.progress import Silent
+from mobile_export import export
+from mobile_export.core.config import Backend, ExportOptions, Quant
+from mobile_export.core.progress import Silent
 
 # (module, name) -> the parameters the wrapper passes, as ExecuTorch 1.5.1 names them
 PRIVATE = {

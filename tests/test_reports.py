@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export.cli import main
-from mobile_export.config import Thresholds
-from mobile_export.plots import CrossRuntime, PlotSampler
-from mobile_export.tasks import get_task
-from mobile_export.accumulate import compare
+from mobile_export.cli.main import main
+from mobile_export.core.config import Thresholds
+from mobile_export.core.tasks import get_task
+from mobile_export.parity.accumulate import compare
+from mobile_export.parity.plots import CrossRuntime, PlotSampler
 
 
 def _run(argv, capsys):
@@ -123,7 +123,7 @@ def test_html_report_renders_in_headless_chromium(onnx_export):
 
 def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
     """Default parity thresholds follow what the file stores, for every format (fp32 gets the strict ones)."""
-    from mobile_export.api import detect_quant
+    from mobile_export.backends import detect_quant
 
     for quant in (Quant.INT8, Quant.FP32):
         out = tmp_path / quant.value
@@ -136,7 +136,7 @@ def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
 def test_report_json_reads_back_as_typed_records(onnx_export):
     """report.json parses into the records the reports render from; a file that is not a report is refused."""
     from mobile_export.backends.base import DelegateCoverage, MatmulCoverage
-    from mobile_export.memory import MemoryFigures
+    from mobile_export.measure.memory import MemoryFigures
     from mobile_export.reports.records import ReportRecord
 
     report = json.loads((onnx_export / "report.json").read_text())

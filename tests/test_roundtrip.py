@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from mobile_export import Backend, ExportOptions, Quant, Thresholds, backends, export
-from mobile_export.api import detect_quant
-from mobile_export.tasks import supported_tasks
+from mobile_export.backends import detect_quant
+from mobile_export.core.tasks import supported_tasks
 
 # Alternate tokenizer kinds so both are exercised through every backend.
 CASES = [
@@ -138,7 +138,7 @@ def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
     assert not list(out.glob(".mobile-export-staging-*"))
 
     # Independent check: the same artifact at lengths 2, 7, 33 and max, against transformers itself.
-    from mobile_export.loading import load_checkpoint
+    from mobile_export.model.loading import load_checkpoint
 
     loaded = load_checkpoint(ckpt)
     runner = backends.load(backend).Runner(artifact)

@@ -9,12 +9,12 @@ import shutil
 
 import numpy as np
 import pytest
+from pipelines import assert_fills_equal_pipeline, pipeline_for
 
 from mobile_export import Backend, ExportOptions, Quant, export, load
-from mobile_export.cli import main
-from mobile_export.errors import BadInputError
-from mobile_export.texts import CHINESE, ENGLISH
-from pipelines import assert_fills_equal_pipeline, pipeline_for
+from mobile_export.cli.main import main
+from mobile_export.core.errors import BadInputError
+from mobile_export.parity.texts import CHINESE, ENGLISH
 
 NER_LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 TEXTS = ENGLISH[:6] + CHINESE[:4]
@@ -111,7 +111,7 @@ def test_question_answering_equals_transformers_decoding(exported, backend):
     from transformers import AutoTokenizer
     from transformers.pipelines.document_question_answering import select_starts_ends
 
-    from mobile_export.tasks import model_class_for
+    from mobile_export.core.tasks import model_class_for
 
     ckpt, out = exported("question-answering")
     tok = AutoTokenizer.from_pretrained(str(ckpt))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import onnx
-from onnx import numpy_helper
 import pytest
+from conftest import WIDE_LAYER_PARAMS as LAYER_PARAMS
+from onnx import numpy_helper
 
 from mobile_export import Backend, ExportOptions, Quant, export, load_checkpoint
-
-from conftest import WIDE_LAYER_PARAMS as LAYER_PARAMS
 
 
 # ExecuTorch fp32 is left out: the .pte stores weights by content hash for both precisions, and
@@ -140,7 +139,7 @@ def test_onnx_ram_verdict_follows_what_the_file_stores(wide_export, tmp_path):
     import onnxruntime
 
     from mobile_export.backends import onnx as onnx_format
-    from mobile_export.size import breakdown
+    from mobile_export.measure.size import breakdown
 
     result = wide_export(Backend.ONNX, Quant.INT8)
     good = result.out / "model.onnx"

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export.cli import main
-from mobile_export.errors import BadInputError
-from mobile_export.budgets import PRESETS, resolve_budget
-from mobile_export.size import breakdown
+from mobile_export.cli.main import main
+from mobile_export.core.errors import BadInputError
+from mobile_export.measure.budgets import PRESETS, resolve_budget
+from mobile_export.measure.size import breakdown
 
 
 def _run(argv, capsys):

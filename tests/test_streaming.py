@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 import pytest
-
-from mobile_export.config import Quant, Thresholds
-from mobile_export.plots import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
-from mobile_export.tasks import get_task
-from mobile_export.accumulate import ParityAccumulator, compare
 from parity_oracle import oracle
+
+from mobile_export.core.config import Quant, Thresholds
+from mobile_export.core.tasks import get_task
+from mobile_export.parity.accumulate import ParityAccumulator, compare
+from mobile_export.parity.plots import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
 
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
 INT8 = Thresholds.default_for(Quant.INT8)

@@ -9,7 +9,7 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.backends import executorch as et_backend
-from mobile_export.size import artifact_blobs, breakdown
+from mobile_export.measure.size import artifact_blobs, breakdown
 
 EMBEDDING = 64  # wide enough that the table (vocab x 64) is the largest tensor of the tiny model
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)

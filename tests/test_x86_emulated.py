@@ -28,7 +28,7 @@ import json, sys
 import numpy as np
 from mobile_export.backends.onnx import Runner
 from mobile_export.backends.onnx.precision import Precision, precision_for
-from mobile_export.host import this_host
+from mobile_export.core.host import this_host
 feeds = np.load(sys.argv[1])
 out, results = {}, {"host": this_host().describe(), "mode": precision_for().value}
 for path in sys.argv[3:]:
@@ -43,7 +43,7 @@ print(json.dumps(results))
 
 
 def _qemu() -> Path:
-    from mobile_export.arm64.env import default_dir, locate
+    from mobile_export.parity.arm64.env import default_dir, locate
 
     env = locate(default_dir())  # a missing environment is an error naming `make arm64-env`, not a skip
     assert env.qemu_x86_64.is_file(), f"{env.qemu_x86_64} is missing; prepare the environment again (make arm64-env)"
@@ -59,9 +59,9 @@ def _sqnr(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 def test_saturating_host_gets_the_exact_session(tiny_checkpoint, tmp_path):
     from mobile_export.backends.onnx import Runner
     from mobile_export.backends.onnx.precision import precision_for
-    from mobile_export.loading import load_checkpoint
-    from mobile_export.reference import reference_outputs, tokenize
-    from mobile_export.texts import builtin_texts
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import reference_outputs, tokenize
+    from mobile_export.parity.texts import builtin_texts
 
     ckpt = tiny_checkpoint("text-classification")
     out = tmp_path / "o"

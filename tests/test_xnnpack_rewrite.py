@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from mobile_export.backends.executorch.rewrites import GELU_NEW_VS_ERF_MAX_DIFF, SigmoidGelu, xnnpack_friendly
-from mobile_export.config import Quant
-from mobile_export.loading import load_checkpoint
-from mobile_export.reference import ExportWrapper
+from mobile_export.core.config import Quant
+from mobile_export.model.loading import load_checkpoint
+from mobile_export.model.reference import ExportWrapper
 
 
 def test_sigmoid_gelu_is_gelu_new():

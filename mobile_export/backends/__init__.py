@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ..config import Backend, Quant
-from ..errors import ArtifactLoadError, BadInputError, UnsupportedError
+from ..core.config import Backend, Quant
+from ..core.errors import ArtifactLoadError, BadInputError, UnsupportedError
 from .base import Format
 
 
@@ -161,3 +161,8 @@ def open_artifact(path: str | os.PathLike) -> tuple[Backend, Path]:
         )
     load(backend).check(real, shown)
     return backend, real
+
+
+def detect_quant(path: Path) -> Quant:
+    """The precision the artifact's weights are stored in (decides the default parity thresholds)."""
+    return load(for_path(path)).stored_quant(path)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypedDict
 import numpy as np
 import torch
 
-from ..config import Quant
+from ..core.config import Quant
 
 
 class ExportStats(TypedDict, total=False):

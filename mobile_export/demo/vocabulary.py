@@ -7,7 +7,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from ..tiny import SPECIALS_WORDPIECE as SPECIALS
+from .tiny import SPECIALS_WORDPIECE as SPECIALS
 
 
 def is_cjk(ch: str) -> bool:

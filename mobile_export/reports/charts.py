@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io
 
-from ..size import GROUPS
+from ..measure.size import GROUPS
 from .records import ReportRecord
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..backends.base import Coverage, coverage_from_dict
-from ..memory import MemoryFigures
-from ..metrics import LengthBucket, Worst
+from ..measure.memory import MemoryFigures
+from ..parity.metrics import LengthBucket, Worst
 
 
 def _opt_float(value: Any) -> float | None:

@@ -9,12 +9,12 @@ import json
 import math
 from pathlib import Path
 
-from ..errors import BadInputError
+from ..core.errors import BadInputError
 from .charts import plots
 from .records import ReportRecord
-from ..figures import mib
-from ..fsutil import sha256_file, write_bytes
-from ..size import GROUPS
+from ..core.figures import mib
+from ..core.fsutil import sha256_file, write_bytes
+from ..measure.size import GROUPS
 
 
 def _pct(v) -> str:

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import torch
 
-from ...config import Quant
+from ...core.config import Quant
 from ..base import ExportStats
 from .convention import (
     CALLING_CONVENTION_NAME,
@@ -71,7 +71,7 @@ def stages(
     """The XNNPACK-friendly copy of ``wrapper`` cut into the methods of ``entry`` (loop: embed, one per
     layer group, head; forward: all of them as one method; both), the layer schedule, and the counts of
     rewritten modules."""
-    from ...stages import Whole, cut, layer_schedule
+    from ...model.stages import Whole, cut, layer_schedule
 
     friendly: Any
     friendly, rewritten = xnnpack_friendly(wrapper, quant)
@@ -109,7 +109,7 @@ def export(
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    from ...stages import head_inputs
+    from ...model.stages import head_inputs
 
     methods, schedule, rewritten = stages(wrapper, quant, entry)
     int4 = None

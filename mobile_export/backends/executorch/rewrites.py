@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...config import Quant
+from ...core.config import Quant
 
 
 class SigmoidGelu(torch.nn.Module):
@@ -80,7 +80,7 @@ def _xnnpack_encoder_forward(self, hidden_states, attention_mask=None, **kwargs)
     hidden = self.embedding_hidden_mapping_in(hidden_states)
     width = hidden.shape[-1]
     hidden = hidden.view(1, -1, 1, width)
-    from ...stages import layer_schedule
+    from ...model.stages import layer_schedule
 
     for group in layer_schedule(self.config):
         hidden = self.albert_layer_groups[group](hidden, attention_mask)

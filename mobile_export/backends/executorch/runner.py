@@ -65,7 +65,7 @@ class Runner:
         self.program = Runtime.get().load_program(str(path), verification=level)
         names = self.program.method_names
         if entry == "forward" and "forward" not in names:
-            from ...errors import ArtifactLoadError
+            from ...core.errors import ArtifactLoadError
 
             raise ArtifactLoadError(f"{path.name} has no forward method; export it with --pte-entry forward or both")
         if EMBED_METHOD in names and entry != "forward":
@@ -84,7 +84,7 @@ class Runner:
             self.forward = self.program.load_method("forward")
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        from ...reference import INPUT_NAMES
+        from ...core.signature import INPUT_NAMES
 
         inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in INPUT_NAMES]
         if self.forward is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import ArtifactLoadError, first_line
-from ...reference import not_an_export
+from ...core.errors import ArtifactLoadError, first_line
+from ...core.signature import not_an_export
 from .convention import EMBED_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 from .serializer import extended_header, read_program
 

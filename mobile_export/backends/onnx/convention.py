@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...reference import INPUT_NAMES
+from ...core.signature import INPUT_NAMES
 from ..base import ExportStats
 from .inspection import INT4_OPS
 from .precision import OPTION

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...config import Quant
+from ...core.config import Quant
 from ..base import MatmulCoverage
 
 

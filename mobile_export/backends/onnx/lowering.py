@@ -9,9 +9,9 @@ from typing import Any
 
 import torch
 
-from ...config import DEFAULT_INT4_GROUP_SIZE, Quant
+from ...core.config import DEFAULT_INT4_GROUP_SIZE, Quant
 from ..base import ExportStats
-from ...reference import INPUT_NAMES
+from ...core.signature import INPUT_NAMES
 from .layout import externalize
 
 OPSET = 18
@@ -72,7 +72,7 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     body, so ONNX Runtime builds and prepacks that layer once."""
     from onnx import TensorProto, helper
 
-    from ...stages import cut, head_inputs
+    from ...model.stages import cut, head_inputs
 
     embed, groups, head = cut(wrapper.model, tuple(wrapper.output_names), batch_one=False)
     layer = groups[0]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from pathlib import Path
 
-from ...host import Host, this_host
+from ...core.host import Host, this_host
 
 OPTION = "session.x64quantprecision"
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"

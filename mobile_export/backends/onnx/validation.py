@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import ArtifactLoadError
-from ...reference import INPUT_NAMES, INTEGER_OUTPUTS, not_an_export
+from ...core.errors import ArtifactLoadError
+from ...core.signature import INPUT_NAMES, INTEGER_OUTPUTS, not_an_export
 from .layout import tensor_bytes
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from ...config import Quant
-from ...errors import ArtifactLoadError, first_line
+from ...core.config import Quant
+from ...core.errors import ArtifactLoadError, first_line
 from .. import onnx as onnx_backend
 from ..base import ExportStats, MatmulCoverage
 from ..onnx.precision import exact_source

@@ -1,0 +1,188 @@
+"""What the on-device (Java) tokenizer needs to give exactly the ids transformers gives.
+
+transformers runs a Rust ``tokenizers`` pipeline. Its Unicode tables (normalisation, case, character
+categories) are whatever its Rust crates were built with; a phone's Java/ICU tables are older or newer.
+So we do not ask the phone: we probe the real normalizer and pre-tokenizer here, code point by code
+point, and ship the result (``char_table.json``). The Java side then only applies tables:
+
+- ``char_table.json``: for every code point whose character-wise normalisation is not the identity,
+  what it becomes (deleted, a space, isolated with spaces as CJK characters are, or an explicit string);
+  for WordPiece also which code points the BERT pre-tokenizer splits off as punctuation; for
+  SentencePiece also the grapheme-cluster classes its Precompiled normaliser depends on.
+- ``tokenizer.json``: the backend tokenizer exactly as transformers runs it (vocabulary, unigram scores,
+  the SentencePiece ``precompiled_charsmap``, added/special tokens).
+
+Text is first made valid Unicode: an unpaired surrogate becomes U+FFFD (the Rust library cannot
+take one at all). ``core.text.sanitize`` is that rule; Python parity and the Java tokenizer both apply it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import copy
+import functools
+import json
+
+from ..core.errors import UnsupportedError
+
+CHAR_TABLE = "char_table.json"
+TOKENIZER_JSON = "tokenizer.json"
+TABLE_SCHEMA = 1
+
+_MAX_CP = 0x110000
+
+# Normalizers that act on one code point at a time (so a per-code-point table reproduces them).
+_CHARWISE = {"NFKD", "NFD", "StripAccents", "Lowercase"}
+
+
+def _code_points():
+    for cp in range(_MAX_CP):
+        if not 0xD800 <= cp <= 0xDFFF:
+            yield cp
+
+
+def _ranges(cps: list[int]) -> list[list[int]]:
+    """Sorted code points -> [[first, last], ...] runs."""
+    out: list[list[int]] = []
+    for cp in cps:
+        if out and out[-1][1] == cp - 1:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp])
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _charwise_table_cached(spec: str) -> dict:
+    from tokenizers import normalizers
+
+    steps = json.loads(spec)
+    if steps["type"] == "BertNormalizer":
+        normalizer: Any = normalizers.BertNormalizer(
+            clean_text=steps.get("clean_text", True),
+            handle_chinese_chars=steps.get("handle_chinese_chars", True),
+            strip_accents=steps.get("strip_accents"),
+            lowercase=steps.get("lowercase", True),
+        )
+    else:
+        normalizer = normalizers.Sequence([getattr(normalizers, s["type"])() for s in steps["normalizers"]])
+    return _probe(normalizer)
+
+
+def _charwise_table(spec: dict) -> dict:
+    """Per-code-point behaviour of a BertNormalizer spec or a Sequence of character-wise steps (cached)."""
+    return copy.deepcopy(_charwise_table_cached(json.dumps(spec, sort_keys=True)))
+
+
+def _probe(normalizer) -> dict:
+    """Probe ``normalizer`` on every code point; classify what it does."""
+    kinds: dict[str, list[int]] = {"delete": [], "space": [], "isolate": []}
+    mapped: list[list] = []
+    for cp in _code_points():
+        ch = chr(cp)
+        out = normalizer.normalize_str(ch)
+        if out == ch:
+            continue
+        if out == "":
+            kinds["delete"].append(cp)
+        elif out == " ":
+            kinds["space"].append(cp)
+        elif out == f" {ch} ":
+            kinds["isolate"].append(cp)
+        else:
+            mapped.append([cp, out])
+    return {**{k: _ranges(v) for k, v in kinds.items()}, "map": mapped}
+
+
+@functools.lru_cache(maxsize=1)
+def _split_classes() -> dict:
+    """Which code points the BERT pre-tokenizer treats as whitespace and as punctuation."""
+    from tokenizers import pre_tokenizers
+
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    space, punct = [], []
+    for cp in _code_points():
+        ch = chr(cp)
+        parts = [p for p, _ in pre_tokenizer.pre_tokenize_str(f"a{ch}a")]
+        if parts == ["a", "a"]:
+            space.append(cp)
+        elif parts == ["a", ch, "a"]:
+            punct.append(cp)
+        elif parts != [f"a{ch}a"]:
+            raise UnsupportedError(f"the BERT pre-tokenizer splits U+{cp:04X} in an unexpected way: {parts}")
+    return {"whitespace": _ranges(space), "punctuation": _ranges(punct)}
+
+
+@functools.lru_cache(maxsize=1)
+def _grapheme_classes() -> dict:
+    """Extended grapheme cluster classes (via the ``regex`` module's \\X, Unicode's UAX #29)."""
+    import regex
+
+    cluster = regex.compile(r"\X")
+    extend, prepend, control = [], [], []
+    for cp in _code_points():
+        ch = chr(cp)
+        if cluster.fullmatch("a" + ch):
+            extend.append(cp)
+        if cluster.fullmatch(ch + "a"):
+            prepend.append(cp)
+        if not cluster.fullmatch(ch + "\u0301"):
+            control.append(cp)
+    return {"extend": _ranges(extend), "prepend": _ranges(prepend), "control": _ranges(control)}
+
+
+def _check_added_tokens(spec: dict) -> None:
+    for tok in spec.get("added_tokens", []):
+        if tok.get("normalized") or tok.get("single_word"):
+            raise UnsupportedError(
+                f"added token {tok['content']!r} is normalized or single_word, which the on-device tokenizer "
+                "does not reproduce; remove it from the tokenizer or export without the app assets"
+            )
+
+
+def on_device_spec(tokenizer) -> tuple[dict, dict]:
+    """(tokenizer.json dict, char_table dict) for ``tokenizer``; UnsupportedError if Java cannot match it."""
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    _check_added_tokens(spec)
+    model = spec.get("model") or {}
+    norm = spec.get("normalizer") or {}
+    table: dict = {"schema_version": TABLE_SCHEMA}
+    if model.get("type") == "WordPiece":
+        if norm.get("type") != "BertNormalizer" or (spec.get("pre_tokenizer") or {}).get("type") != "BertPreTokenizer":
+            raise UnsupportedError(
+                "a WordPiece tokenizer must use BertNormalizer and BertPreTokenizer "
+                "(as BertTokenizer does) for the on-device tokenizer"
+            )
+        table["normalizer"] = _charwise_table(norm)
+        table.update(copy.deepcopy(_split_classes()))
+    elif model.get("type") == "Unigram":
+        steps = norm.get("normalizers", [norm] if norm else [])
+        order = ["Replace", "charwise", "Precompiled"]
+        seen: list[str] = []
+        for step in steps:
+            kind = "charwise" if step["type"] in _CHARWISE else step["type"]
+            if kind not in order or (seen and order.index(kind) < order.index(seen[-1])):
+                raise UnsupportedError(
+                    f"SentencePiece normalizer step {step['type']} (in this order) is not "
+                    "reproduced on device; supported: Replace, NFKD/NFD/StripAccents/"
+                    "Lowercase, Precompiled, in that order"
+                )
+            seen.append(kind)
+            if kind == "Replace" and "String" not in step["pattern"]:
+                raise UnsupportedError("only plain-string Replace normalizers are reproduced on device")
+        charwise = [{"type": s["type"]} for s in steps if s["type"] in _CHARWISE]
+        table["normalizer"] = _charwise_table({"type": "Sequence", "normalizers": charwise})
+        table["graphemes"] = copy.deepcopy(_grapheme_classes())
+        pre = spec.get("pre_tokenizer") or {}
+        pres = [p["type"] for p in pre.get("pretokenizers", [pre])]
+        if pres != ["WhitespaceSplit", "Metaspace"]:
+            raise UnsupportedError(
+                f"SentencePiece pre-tokenizers {pres} are not reproduced on device "
+                "(supported: WhitespaceSplit then Metaspace, as AlbertTokenizer does)"
+            )
+    else:
+        raise UnsupportedError(
+            f"tokenizer model {model.get('type')!r} has no on-device implementation (supported: WordPiece, Unigram)"
+        )
+    return spec, table

@@ -1,0 +1,149 @@
+"""What an app needs besides the model: tokenizer assets and labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ..core.fsutil import write_json
+
+TOKENIZER_SETTINGS = "tokenizer_settings.json"
+SETTINGS_SCHEMA = 1
+
+
+def _normalizer(tokenizer) -> dict:
+    """The normalizer transformers really runs (the backend's JSON), flattened to a dict by type."""
+    try:
+        spec = json.loads(tokenizer.backend_tokenizer.to_str()).get("normalizer") or {}
+    except AttributeError:
+        return {}
+    found: dict = {}
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "type" in node:
+                found.setdefault(node["type"], node)
+            stack.extend(node.get("normalizers", []) or [])
+    return found
+
+
+def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
+    """Settings an on-device tokenizer needs to reproduce ``tokenizer`` exactly."""
+    special = {}
+    for role in ("cls", "sep", "pad", "unk", "mask"):
+        token = getattr(tokenizer, f"{role}_token", None)
+        if token is not None:
+            special[role] = {"token": str(token), "id": int(tokenizer.convert_tokens_to_ids(str(token)))}
+    settings = {
+        "schema_version": SETTINGS_SCHEMA,
+        "kind": kind,
+        "max_length": int(max_length),
+        "special_tokens": special,
+        "model_input_names": ["input_ids", "attention_mask", "token_type_ids"],
+        "vocab_size": int(len(tokenizer)),
+    }
+    init = tokenizer.init_kwargs
+    if kind == "wordpiece":
+        bert = _normalizer(tokenizer).get("BertNormalizer", {})
+        lower = bool(bert.get("lowercase", init.get("do_lower_case", True)))
+        strip = bert.get("strip_accents", init.get("strip_accents"))
+        settings.update(
+            {
+                "vocab_file": "vocab.txt",
+                "do_lower_case": lower,
+                # None means "strip accents when lower-casing", as in BERT's BasicTokenizer.
+                "strip_accents": lower if strip is None else bool(strip),
+                "tokenize_chinese_chars": bool(
+                    bert.get("handle_chinese_chars", init.get("tokenize_chinese_chars", True))
+                ),
+                "clean_text": bool(bert.get("clean_text", True)),
+                "continuing_subword_prefix": "##",
+                "max_input_chars_per_word": 100,
+            }
+        )
+    else:
+        settings.update(
+            {
+                "vocab_file": "spiece.model",
+                "do_lower_case": bool(init.get("do_lower_case", True)),
+                "keep_accents": bool(init.get("keep_accents", False)),
+                "remove_space": bool(init.get("remove_space", True)),
+            }
+        )
+    return settings
+
+
+def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: Path, max_length: int) -> list[str]:
+    """Write everything the on-device tokenizer needs into ``dest``; returns the file names.
+
+    ``tokenizer_settings.json`` (kind, max length, special tokens, flags), the vocabulary file as the
+    checkpoint has it, and for the Java tokenizer ``tokenizer.json`` (the backend pipeline transformers
+    runs) and ``char_table.json`` (its Unicode behaviour, probed; see :mod:`mobile_export.assets.ondevice`).
+    """
+    from .ondevice import CHAR_TABLE, TOKENIZER_JSON, on_device_spec
+
+    dest.mkdir(parents=True, exist_ok=True)
+    settings = tokenizer_settings(tokenizer, kind, max_length)
+    spec, table = on_device_spec(tokenizer)
+    settings["files"] = {"tokenizer": TOKENIZER_JSON, "char_table": CHAR_TABLE}
+    vocab = settings["vocab_file"]
+    shutil.copyfile(checkpoint_folder / vocab, dest / vocab)
+    write_json(dest / TOKENIZER_JSON, spec, compact=True)
+    write_json(dest / CHAR_TABLE, table, compact=True)
+    write_json(dest / TOKENIZER_SETTINGS, settings)
+    return [vocab, TOKENIZER_JSON, CHAR_TABLE, TOKENIZER_SETTINGS]
+
+
+def labels(config) -> list[str]:
+    """Labels by class index, from ``config.id2label``."""
+    id2label = getattr(config, "id2label", None) or {}
+    return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
+
+
+def score_function(config) -> str:
+    """How a classifier's logits become scores, as transformers' pipeline decides: sigmoid for one label
+    or multi-label models, none for regression, softmax otherwise."""
+    problem = getattr(config, "problem_type", None)
+    if problem == "regression":
+        return "none"
+    if problem == "multi_label_classification" or int(getattr(config, "num_labels", 2)) == 1:
+        return "sigmoid"
+    return "softmax"
+
+
+def labels_file(config) -> dict:
+    """labels.json: the labels by class index and the function from logits to scores."""
+    return {"labels": labels(config), "scores": score_function(config)}
+
+
+def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:
+    """Write just the tokenizer assets an app needs (no weights are loaded).
+
+    Args:
+        source: checkpoint folder or hub id.
+        out: destination folder (created; files in it are replaced atomically).
+        max_seq_len: truncation length recorded in the settings; default max_position_embeddings.
+
+    Returns:
+        The names written into ``out``.
+    """
+    from ..core.config import resolve_max_len
+    from ..core.fsutil import make_staging, prepare_destination, publish, remove_staging
+    from ..model.loading import load_tokenizer, read_config_dict, resolve_folder
+
+    folder = resolve_folder(source)
+    config = read_config_dict(folder)
+    max_len = resolve_max_len(int(config.get("max_position_embeddings", 512)), max_seq_len)
+    tokenizer, kind = load_tokenizer(folder)
+    out = Path(out)
+    prepare_destination(out, overwrite=True)
+    staging = make_staging(out)
+    try:
+        names = write_tokenizer_assets(tokenizer, kind, folder, staging, max_len)
+        publish(staging, out, names)
+    finally:
+        remove_staging(staging)
+    return names

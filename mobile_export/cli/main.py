@@ -1,0 +1,291 @@
+"""``mobile-export``: a thin shell over the library. Parse -> options -> library call -> render -> exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import NoReturn
+
+from .parser import build_parser
+from ..core.errors import ExitCode, MobileExportError, first_line
+from ..core.interrupts import latched_interrupts
+
+
+def _thresholds(args, quant):
+    from ..core.config import Thresholds
+
+    return Thresholds.from_overrides(
+        quant,
+        max_abs_diff=args.max_abs_diff,
+        min_agreement=args.min_agreement,
+        min_sqnr_db=args.min_sqnr,
+        min_example_sqnr_db=args.min_example_sqnr,
+        min_cosine=args.min_cosine,
+    )
+
+
+def _cmd_parity(args) -> int:
+    from ..exporter.check import parity_check
+    from ..core.config import ParityOptions, Quant
+    from ..core.progress import Progress, Silent
+    from ..reports import summary
+
+    quant = Quant(args.quant) if args.quant else None
+    options = ParityOptions(
+        data=args.data,
+        quant=quant,
+        thresholds=_thresholds(args, quant or Quant.INT8),
+        task=args.task,
+        max_seq_len=args.max_seq_len,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
+        isa=args.isa,
+        cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
+        arm64_env=args.arm64_env,
+        head=args.head,
+        pooling=args.pooling,
+        normalize=args.normalize,
+    )
+    report = parity_check(
+        args.checkpoint, args.artifacts, out=args.out, options=options, progress=Silent() if args.quiet else Progress()
+    )
+    print(summary(report))
+    if args.out:
+        print(f"wrote report.json, report.md, report.html to {args.out}")
+    return int(ExitCode.OK)
+
+
+def _cmd_bench(args) -> int:
+    from ..measure.bench import bench, table
+    from ..core.errors import BadInputError
+
+    try:
+        seqs = [int(x) for x in args.seq_lens.split(",") if x.strip()]
+        threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    except ValueError:
+        raise BadInputError("--seq-lens and --threads take comma-separated integers, e.g. 16,64,128") from None
+    if not seqs or not threads or min(seqs) < 2 or min(threads) < 1 or args.runs < 1:
+        raise BadInputError("--seq-lens must be >= 2, --threads and --runs >= 1")
+    result = bench(args.artifacts, args.checkpoint, seqs, threads, args.runs, say=lambda m: print(m, file=sys.stderr))
+    print(table(result))
+    if args.json:
+        from ..core.fsutil import write_json
+
+        write_json(Path(args.json), result)
+    return int(ExitCode.OK)
+
+
+def _cmd_report(args) -> int:
+    from ..reports import regenerate
+
+    names = regenerate(Path(args.folder))
+    print(f"wrote {', '.join(names)} to {args.folder}")
+    return int(ExitCode.OK)
+
+
+def _cmd_export(args) -> int:
+    from ..exporter.pipeline import export
+    from ..core.config import Backend, ExportOptions, Quant
+    from ..core.progress import Progress, Silent
+    from ..reports import summary
+
+    backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
+    quant = Quant(args.quant)
+    thresholds = _thresholds(args, quant)
+    options = ExportOptions(
+        backends=backends,
+        quant=quant,
+        task=args.task,
+        max_seq_len=args.max_seq_len,
+        overwrite=args.overwrite,
+        thresholds=thresholds,
+        data=args.data,
+        budget=args.budget,
+        measure_memory=not args.no_memory,
+        quantize_embeddings=not args.keep_fp32_embeddings,
+        int4_group_size=args.group_size,
+        int4_kernel=args.int4_kernel,
+        pte_entry=args.pte_entry,
+        head=args.head,
+        pooling=args.pooling,
+        normalize=args.normalize,
+    )
+    result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
+    print(summary(result.report))
+    return int(ExitCode.OK)
+
+
+def _cmd_tokenizer(args) -> int:
+    from ..assets.tokenizer import write_tokenizer
+
+    names = write_tokenizer(args.checkpoint, args.out, args.max_seq_len)
+    print(f"wrote {', '.join(names)} to {args.out}")
+    return int(ExitCode.OK)
+
+
+def _cmd_size(args) -> int:
+    import json
+
+    from ..measure.report import size_report
+    from ..core.config import Quant
+    from ..measure.size import format_entry
+
+    entries = size_report(
+        args.artifacts,
+        args.checkpoint,
+        Quant(args.quant) if args.quant else None,
+        args.budget or [],
+        measure=not args.no_memory,
+    )
+    if args.json:
+        print(json.dumps(entries, indent=2))
+    else:
+        print("\n\n".join(format_entry(e) for e in entries))
+    over = [(e["file"], b) for e in entries for b in e["budgets"] if not b["within"]]
+    if over:
+        print("; ".join(f"{f} is {b['over_bytes']:,} B over {b['name']}" for f, b in over), file=sys.stderr)
+        return int(ExitCode.OVER_BUDGET)
+    return int(ExitCode.OK)
+
+
+def _cmd_run(args) -> int:
+    from .run import run
+
+    run(args.folder, args.texts, args.backend, args.json, args.context, args.top_k, args.threads)
+    return int(ExitCode.OK)
+
+
+def _cmd_list(args) -> int:
+    from quantize.schemes import scheme_name
+
+    from .. import backends
+    from ..core.config import DEFAULT_INT4_GROUP_SIZE, Quant
+    from ..core.tasks import supported_tasks
+
+    print("tasks:      " + ", ".join(supported_tasks()))
+    for backend, quant in backends.combinations():
+        info = backends.get_info(backend)
+        scheme = scheme_name(quant.value, DEFAULT_INT4_GROUP_SIZE)
+        if quant is Quant.INT4:
+            scheme += " (group size per model, --group-size)"
+        print(
+            f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
+            f"scheme {scheme}"
+        )
+    return int(ExitCode.OK)
+
+
+def _reexec_with_fixed_hash_seed() -> None:
+    """ExecuTorch's lowering iterates over sets of strings, so the .pte bytes depend on Python's
+    per-process hash seed. The console command re-runs itself once with PYTHONHASHSEED=0 so that the
+    same checkpoint and options give a byte-identical .pte (the .onnx is identical either way)."""
+    if os.environ.get("PYTHONHASHSEED") is None:
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        try:
+            os.execve(sys.executable, [sys.executable, "-m", "mobile_export", *sys.argv[1:]], env)
+        except OSError:
+            pass  # cannot re-exec: carry on; only .pte byte-reproducibility is lost
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``mobile-export`` console script; returns the exit code.
+
+    Args:
+        argv: arguments without the program name; None reads ``sys.argv`` (and, as a command,
+            fixes the hash seed for reproducible .pte bytes).
+    """
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:  # a second interrupt while the first was being reported
+        code = 130
+    if argv is None and code == 130:
+        _exit_interrupted()
+    return code
+
+
+def _exit_interrupted() -> NoReturn:
+    """End the command with exit code 130 once the interrupt's cleanup has run.
+
+    CI twice saw the process die by SIGINT (-2) after the cleanup and the message, although SIGINT was
+    ignored by then: the interpreter's own end re-raises SIGINT with the default action when it believes a
+    KeyboardInterrupt went unhandled (a library's C code can leave that belief behind). The documented exit
+    code is 130, so the command ends here, after flushing its output and running the exit handlers.
+    """
+    import atexit
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - an exit handler's failure must not change the exit code
+        pass
+    os._exit(130)
+
+
+def _main(argv: list[str] | None) -> int:
+    if argv is None:
+        _reexec_with_fixed_hash_seed()
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # texts after options (run DIR --json TEXT): argparse leaves them over
+        if getattr(args, "command", None) == "run" and not any(e.startswith("-") for e in extra):
+            args.texts = [*args.texts, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    debug = bool(getattr(args, "debug", False))
+    if args.version:
+        from importlib.metadata import version
+
+        print(f"mobile-export {version('mobile-export')}")
+        return int(ExitCode.OK)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    if not debug:
+        from ..core.quiet import quiet_libraries
+
+        quiet_libraries()
+    handler = {
+        "export": _cmd_export,
+        "parity": _cmd_parity,
+        "report": _cmd_report,
+        "tokenizer": _cmd_tokenizer,
+        "size": _cmd_size,
+        "bench": _cmd_bench,
+        "run": _cmd_run,
+        "list": _cmd_list,
+    }[args.command]
+    try:
+        with latched_interrupts():
+            return handler(args)
+    except MobileExportError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"mobile-export: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        if argv is None:  # the command: a library that re-delivers the interrupt it caught
+            # (PyErr_SetInterrupt) must not kill the process with SIGINT after the cleanup ran
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("mobile-export: interrupted; nothing was written under a final name", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line unless --debug
+        if debug:
+            traceback.print_exc()
+        print(
+            f"mobile-export: unexpected error: {type(exc).__name__}: {first_line(exc)}; "
+            "rerun with --debug and report it",
+            file=sys.stderr,
+        )
+        return int(ExitCode.UNEXPECTED)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""The ``mobile-export`` command line: its commands, options and help."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..core.errors import ExitCode
+
+EXIT_CODES_HELP = """exit codes:
+  0  ok
+  1  unexpected error (a bug or a library failure; rerun with --debug)
+  2  bad input or usage (checkpoint, options, destination)
+  3  parity failed (an artifact disagrees with the fp32 reference; nothing written)
+  4  over size budget
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own usage errors: one line, exit 2
+        self.exit(int(ExitCode.BAD_INPUT), f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..core.config import (
+        DEFAULT_INT4_GROUP_SIZE,
+        INT4_GROUP_SIZES,
+        INT4_KERNELS,
+        PTE_ENTRIES,
+        WIDE_HIDDEN_SIZE,
+        WIDE_INT4_GROUP_SIZE,
+        Backend,
+        Quant,
+    )
+    from ..core.tasks import supported_tasks
+
+    parser = Parser(
+        prog="mobile-export",
+        description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+
+    ex = sub.add_parser(
+        "export",
+        help="export a checkpoint to .pte and .onnx, verified in their runtimes",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ex.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
+    ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
+    ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
+    ex.add_argument(
+        "--backend",
+        action="append",
+        choices=[b.value for b in Backend],
+        help="repeat for several (default: executorch and onnx; ort on request)",
+    )
+    ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
+    ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
+    ex.add_argument(
+        "--keep-fp32-embeddings",
+        action="store_true",
+        help="with int8, leave the word-embedding table in fp32 (default: int8 per row)",
+    )
+    ex.add_argument(
+        "--group-size",
+        type=int,
+        help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
+        f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
+        f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger; the .pte takes multiples "
+        "of 32)",
+    )
+    ex.add_argument(
+        "--int4-kernel",
+        choices=list(INT4_KERNELS),
+        default=INT4_KERNELS[0],
+        help="with int4 in the .onnx, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
+        "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
+        "and RAM, a little less accurate)",
+    )
+    ex.add_argument(
+        "--pte-entry",
+        choices=PTE_ENTRIES,
+        default=PTE_ENTRIES[0],
+        help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
+        "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
+    )
+    head_args(
+        ex,
+        "fill-mask: full (default; every position's vocabulary logits) or topk[:K] (the top K tokens, "
+        "default 5, at the first 8 [MASK]s, computed in the graph: a fraction of the RAM)",
+        "feature-extraction: one sentence embedding [1, H] ([CLS] or the mean over real tokens) "
+        "instead of the last hidden state",
+        "with --pooling, L2-normalize the embedding",
+    )
+    ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")
+    threshold_args(ex)
+    ex.add_argument("--data", help="parity data: one text per line, optionally label<TAB>text (default: built-in text)")
+    ex.add_argument(
+        "--budget",
+        help="largest acceptable artifact: a size (15MB, 12MiB; the file) or a store preset "
+        "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over",
+    )
+    ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
+    ex.add_argument("--quiet", action="store_true", help="no progress lines")
+    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    tk = sub.add_parser("tokenizer", help="write just the tokenizer assets an app needs")
+    tk.add_argument("checkpoint")
+    tk.add_argument("--out", required=True)
+    tk.add_argument("--max-seq-len", type=int)
+    tk.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    pa = sub.add_parser(
+        "parity",
+        help="check existing .pte/.onnx/.ort files against the fp32 PyTorch reference",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pa.add_argument("checkpoint", help="the checkpoint the artifacts were exported from (folder or hub id)")
+    pa.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    pa.add_argument("--data", help="one text per line, optionally label<TAB>text (default: built-in real sentences)")
+    pa.add_argument("--out", help="folder for report.json, report.md and report.html")
+    pa.add_argument("--task", help="task of the checkpoint (default: from config.architectures)")
+    pa.add_argument(
+        "--quant",
+        choices=[q.value for q in Quant],
+        help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)",
+    )
+    pa.add_argument(
+        "--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)"
+    )
+    threshold_args(pa)
+    pa.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="spread the texts over a Ray cluster: auto (the running one), host:port, or local (start one "
+        "here); needs pip install 'mobile-export[ray]'",
+    )
+    pa.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU of the cluster)")
+    pa.add_argument(
+        "--isa",
+        choices=["host", "arm64"],
+        default="host",
+        help="arm64: also run every artifact on the ARM64 builds of its runtime under emulation, per CPU "
+        "model (prepare it once with make arm64-env)",
+    )
+    pa.add_argument(
+        "--cpus",
+        default="cortex-a53,cortex-a76,cortex-a710",
+        help="with --isa arm64: qemu CPU models (default cortex-a53,cortex-a76,cortex-a710: no dotprod, "
+        "dotprod, SVE2+i8mm)",
+    )
+    pa.add_argument(
+        "--arm64-env",
+        help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or ~/.cache/mobile-export/arm64)",
+    )
+    head_args(
+        pa,
+        "fill-mask artifacts exported with --head topk[:K] (default: as manifest.json beside them says)",
+        "feature-extraction artifacts exported with --pooling",
+        "with --pooling: exported with --normalize",
+    )
+    pa.add_argument("--quiet", action="store_true", help="no progress lines")
+    pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    rp = sub.add_parser("report", help="rewrite report.md and report.html from DIR/report.json")
+    rp.add_argument("folder", help="an export or parity output folder")
+    rp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    bn = sub.add_parser(
+        "bench",
+        help="latency, throughput, load time and memory, next to PyTorch fp32 eager",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bn.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    bn.add_argument("--checkpoint", help="also measure this checkpoint in PyTorch fp32 eager (the reference)")
+    bn.add_argument("--seq-lens", default="16,64,128", help="comma-separated sequence lengths (default 16,64,128)")
+    bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
+    bn.add_argument("--json", help="also write the results to this JSON file")
+    bn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    sz = sub.add_parser(
+        "size",
+        help="what an artifact's bytes are, whether sharing survived, memory, budgets",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sz.add_argument(
+        "artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)"
+    )
+    sz.add_argument("--checkpoint", help="the source checkpoint, when there is no report.json beside the artifact")
+    sz.add_argument(
+        "--quant",
+        choices=[q.value for q in Quant],
+        help="how the artifact was quantized (default: from report.json, else int8)",
+    )
+    sz.add_argument(
+        "--budget",
+        action="append",
+        help="a size (15MB) or a preset (play-base, play-asset-pack, legacy-apk, "
+        "app-store-cellular); repeat for several; exit 4 when over",
+    )
+    sz.add_argument("--no-memory", action="store_true", help="skip measuring peak RSS (load + one run)")
+    sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sz.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    rn = sub.add_parser(
+        "run",
+        help="run an export's artifacts on text, without the checkpoint",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rn.add_argument("folder", help="the --out folder of mobile-export export")
+    rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
+    rn.add_argument(
+        "--backend", choices=[b.value for b in Backend], help="run only this artifact (default: every one listed)"
+    )
+    rn.add_argument("--json", action="store_true", help="one JSON object per text and artifact")
+    rn.add_argument(
+        "--context", help="question-answering: the context for every question (else question<TAB>context lines)"
+    )
+    rn.add_argument("--top-k", type=int, default=5, help="fill-mask: candidates per [MASK] (default 5)")
+    rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
+    rn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    sub.add_parser("list", help="list supported tasks, backends and quantizations")
+    return parser
+
+
+def head_args(p, head: str, pooling: str, normalize: str) -> None:
+    """--head, --pooling and --normalize (heads.parse_head), with each command's help."""
+    from ..core.config import POOLINGS
+
+    p.add_argument("--head", help=head)
+    p.add_argument("--pooling", choices=POOLINGS, help=pooling)
+    p.add_argument("--normalize", action="store_true", help=normalize)
+
+
+def threshold_args(p) -> None:
+    p.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
+    p.add_argument(
+        "--min-agreement",
+        type=float,
+        help="parity limit on decisive top-1 agreement, 0..1, overall and per length bucket (default: 0.99 for int8)",
+    )
+    p.add_argument(
+        "--min-sqnr",
+        type=float,
+        help="parity limit on SQNR in dB, overall and per length bucket (default: 20 for int8)",
+    )
+    p.add_argument(
+        "--min-example-sqnr", type=float, help="parity floor on every example's SQNR in dB (default: 15 for int8)"
+    )
+    p.add_argument(
+        "--min-cosine",
+        type=float,
+        help="parity floor on every example's cosine to fp32 (default: 0.99 for an int8 pooled embedding, 0.95 int4)",
+    )

@@ -1,0 +1,149 @@
+"""Tiny seeded ALBERT checkpoints built in code: for tests and for the demo when no trained model is at hand.
+
+``python -m mobile_export.demo.tiny DEST [--task T] [--tokenizer wordpiece|sentencepiece] [--seed N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..parity.texts import builtin_texts
+
+SPECIALS_WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+_ARCH = {
+    "text-classification": "AlbertForSequenceClassification",
+    "token-classification": "AlbertForTokenClassification",
+    "question-answering": "AlbertForQuestionAnswering",
+    "fill-mask": "AlbertForMaskedLM",
+    "feature-extraction": "AlbertModel",
+}
+
+
+def _wordpiece_vocab(texts: list[str]) -> list[str]:
+    import unicodedata
+
+    chars: set[str] = set()
+    words: set[str] = set()
+    for t in texts:
+        for w in t.lower().split():
+            w = "".join(c for c in unicodedata.normalize("NFD", w) if unicodedata.category(c) != "Mn")
+            core = "".join(c for c in w if c.isalnum())
+            if len(core) > 2 and core.isascii():
+                words.add(core)
+                words.add("##" + core[1:])
+            chars.update(w)
+    pieces = sorted(chars) + sorted("##" + c for c in chars if c.isalnum()) + sorted(words)
+    return SPECIALS_WORDPIECE + [p for p in dict.fromkeys(pieces) if p.strip() and p not in SPECIALS_WORDPIECE]
+
+
+def train_sentencepiece(texts: list[str], prefix: Path, vocab_size: int = 200) -> Path:
+    """Train an ALBERT-style unigram SentencePiece model (<pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4)."""
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_prefix=str(prefix),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+        normalization_rule_name="nmt_nfkc",
+    )
+    return prefix.with_suffix(".model")
+
+
+def build_tiny_checkpoint(
+    dest: str | Path,
+    task: str = "text-classification",
+    tokenizer: str = "wordpiece",
+    seed: int = 0,
+    texts: list[str] | None = None,
+    **config_overrides,
+) -> Path:
+    """Write a seeded, randomly initialised ALBERT checkpoint folder (config, safetensors, tokenizer).
+
+    Args:
+        dest: folder to create.
+        task: one of the supported tasks; decides the architecture and head.
+        tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_*) or ``sentencepiece`` (spiece.model).
+        seed: torch seed for the weights.
+        texts: text to build the vocabulary from; the built-in parity text by default.
+        config_overrides: AlbertConfig fields to change (num_hidden_layers, hidden_size, ...).
+
+    Returns:
+        ``dest`` as a Path.
+    """
+    import torch
+    import transformers
+    from transformers import AlbertConfig, AlbertTokenizer, BertTokenizer
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    texts = list(texts or builtin_texts())
+    if tokenizer == "wordpiece":
+        (dest / "vocab.txt").write_text("\n".join(_wordpiece_vocab(texts)) + "\n", encoding="utf-8")
+        tok = BertTokenizer.from_pretrained(str(dest))
+    elif tokenizer == "sentencepiece":
+        train_sentencepiece(texts * 4, dest / "spiece", vocab_size=int(config_overrides.pop("sp_vocab_size", 200)))
+        (dest / "spiece.vocab").unlink(missing_ok=True)
+        tok = AlbertTokenizer.from_pretrained(str(dest))
+    else:
+        raise ValueError(f"tokenizer must be wordpiece or sentencepiece, not {tokenizer}")
+    tok.save_pretrained(str(dest))
+    for extra in ("tokenizer.json",):  # keep the folder like the real ones: vocab + config
+        (dest / extra).unlink(missing_ok=True)
+    params = dict(
+        vocab_size=len(tok),
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=160,
+        hidden_act="gelu_new",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.2,
+        pad_token_id=tok.pad_token_id,
+    )
+    if task in ("text-classification", "token-classification"):
+        params.update(
+            num_labels=3,
+            id2label={0: "negative", 1: "neutral", 2: "positive"},
+            label2id={"negative": 0, "neutral": 1, "positive": 2},
+        )
+    params.update(config_overrides)
+    config = AlbertConfig(**params)
+    config.architectures = [_ARCH[task]]
+    torch.manual_seed(seed)
+    model = getattr(transformers, _ARCH[task])(config).eval()
+    model.save_pretrained(str(dest), safe_serialization=True)
+    cfg = json.loads((dest / "config.json").read_text())
+    assert cfg["model_type"] == "albert"
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mobile_export.demo.tiny", description=__doc__)
+    p.add_argument("dest")
+    p.add_argument("--task", default="text-classification", choices=sorted(_ARCH))
+    p.add_argument("--tokenizer", default="wordpiece", choices=["wordpiece", "sentencepiece"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--layers", type=int, default=2)
+    a = p.parse_args(argv)
+    path = build_tiny_checkpoint(a.dest, a.task, a.tokenizer, a.seed, num_hidden_layers=a.layers)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,288 @@
+"""The export pipeline: load -> export and quantize per format -> runtime check -> size -> write.
+
+Each stage is a plain function; ``export`` composes them and owns the output folder."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import backends
+from ..core import interrupts
+from ..assets.tokenizer import labels, labels_file, write_tokenizer_assets
+from ..model.heads import parse_head, with_head
+from ..backends.base import ArtifactStats, ExportStats
+from ..measure.budgets import resolve_budget
+from ..parity.checker import ArtifactCheck, ParitySource
+from ..core.config import Backend, ExportOptions, Quant, int4_group_size_for, resolve_max_len
+from ..parity.data import read_parity_file
+from ..core.errors import ArtifactLoadError, BudgetError, ExportFailedError, MobileExportError, ParityError, first_line
+from ..core.fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, write_json
+from ..model.loading import LoadedModel, load_checkpoint
+from .manifest import build_manifest
+from ..core.progress import Progress, Silent
+from ..model.reference import ExportWrapper, example_inputs
+from ..reports import write_reports
+from ..model.summary import model_summary
+from ..reports.assembly import build_report
+from ..parity.artifact import ArtifactResult
+from .check import check_artifacts
+from ..measure.report import size_entry
+from ..core.tasks import get_task
+
+# Every name an export may write: with --overwrite, the ones this export does not write are removed.
+OUTPUT_NAMES = tuple(n for info in backends.BACKENDS.values() for n in info.output_names) + (
+    "tokenizer",
+    "labels.json",
+    "report.json",
+    "report.md",
+    "report.html",
+    "manifest.json",
+)
+
+
+@dataclass
+class ExportResult:
+    """What ``export`` wrote (or, when ``passed`` is False, what it refused to write)."""
+
+    out: Path
+    report: dict  # ExportReport.to_json(): what report.json holds
+    artifacts: list[ArtifactResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(a.parity.passed for a in self.artifacts)
+
+
+def dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], dict]:
+    from torch.export import Dim
+
+    seq = Dim("seq", min=2, max=max_len)
+    if backends.get_info(backend).dynamic_batch:
+        batch = Dim("batch", min=1, max=1024)
+        dims = {0: batch, 1: seq}
+        shape = (2, min(8, max_len))
+    else:
+        dims = {1: seq}
+        shape = (1, min(8, max_len))
+    return shape, {"input_ids": dims, "attention_mask": dims, "token_type_ids": dims}
+
+
+def export(
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    options: ExportOptions | None = None,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Export an ALBERT checkpoint to verified mobile artifacts.
+
+    Args:
+        source: local Hugging Face folder or hub id.
+        out: destination folder; must be absent or empty unless ``options.overwrite``.
+        options: backends, quantization, task, max length, thresholds.
+        progress: where progress lines go; silent by default.
+
+    Returns:
+        The report and per-artifact results. Artifacts are in ``out`` only if every parity check passed.
+
+    Raises:
+        BadInputError (and subclasses): bad checkpoint, options or destination (exit 2).
+        ParityError: an artifact failed its parity thresholds (exit 3); ``report.failed.json`` is written.
+        ExportFailedError: a converter failed (exit 1).
+    """
+    options = options or ExportOptions()
+    progress = progress or Silent()
+    out = Path(out)
+    for b in options.backends:  # capabilities first: before loading a 50 MB checkpoint
+        backends.check_supported(b, options.quant)
+    if options.task:
+        get_task(options.task)
+    budget = resolve_budget(options.budget) if options.budget else None
+    prepare_destination(out, options.overwrite)
+
+    with progress.step("loading checkpoint"):
+        loaded = load_checkpoint(source, options.task)
+        loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
+    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+    for note in loaded.notes:
+        progress.say(f"note: {note}")
+    max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    staging = make_staging(out)
+    try:
+        wrapper, replaced = export_module(loaded, options)
+        exported = [
+            export_one(backend, wrapper, options, loaded, max_len, staging, progress) for backend in options.backends
+        ]
+        del wrapper
+        checks = [
+            ArtifactCheck(path.name, backend, path, options.quant, options.thresholds_for(loaded.task.kind.value))
+            for backend, path, _, _ in exported
+        ]
+        try:
+            results, run, parity_data = check_artifacts(
+                loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks, max_len, progress
+            )
+        except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
+            raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
+        for r, (_, _, stats, seconds) in zip(results, exported):
+            r.stats = ArtifactStats(**stats, **r.stats)
+            r.export_seconds = round(seconds, 2)
+        written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
+        with progress.step("tokenizer assets"):
+            written += ["tokenizer"]
+            write_tokenizer_assets(
+                loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer", max_len
+            )
+        if loaded.task.has_labels:
+            write_json(staging / "labels.json", labels_file(loaded.config))
+            written.append("labels.json")
+        summary = model_summary(loaded)
+        with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
+            try:
+                sizes = [
+                    size_entry(
+                        staging / r.file,
+                        summary,
+                        options.quant,
+                        bool(replaced),
+                        max_len,
+                        budget,
+                        options.measure_memory,
+                    )
+                    for r in results
+                ]
+            except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
+                raise ExportFailedError(str(exc)) from exc
+        report_record = build_report(
+            "mobile-export",
+            loaded,
+            run,
+            parity_data,
+            results,
+            {
+                "backends": [b.value for b in options.backends],
+                "quant": options.quant.value,
+                "task": loaded.task.name,
+                "max_seq_len": max_len,
+                "int8_embeddings": replaced,
+                **(
+                    {
+                        "int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+                        "int4_kernel": options.int4_kernel,
+                    }
+                    if options.quant is Quant.INT4
+                    else {}
+                ),
+            },
+            [{"size": e} for e in sizes],
+        )
+        over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
+        if budget:
+            report_record.budget, report_record.within_budget = budget.as_dict(), not over
+        report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
+        report = report_record.to_json()
+        result = ExportResult(out=out, report=report, artifacts=results)
+        if result.passed and over and budget is not None:
+            write_json(out / "report.failed.json", report)
+            what = "compressed size" if budget.compressed else "size"
+            detail = "; ".join(
+                f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
+                f"{e['budgets'][0]['over_bytes']:,} B over"
+                for e in over
+            )
+            raise BudgetError(
+                f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); nothing was written"
+            )
+        if not result.passed:
+            write_json(out / "report.failed.json", report)
+            failed = "; ".join(
+                f"{r.backend.value}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed
+            )
+            raise ParityError(
+                f"parity check failed ({failed}); no artifact was written, details in {out / 'report.failed.json'}"
+            )
+        write_json(staging / "report.json", report)
+        written.append("report.json")
+        with progress.step("human reports (report.md, report.html)"):
+            written += write_reports(report, staging)
+        manifest = build_manifest(staging, written, loaded, run, results)
+        write_json(staging / "manifest.json", manifest)
+        written.append("manifest.json")
+        if options.overwrite:
+            for stale in OUTPUT_NAMES:
+                if stale not in written and (out / stale).is_file():
+                    (out / stale).unlink()
+        failed_report = out / "report.failed.json"
+        if failed_report.exists():
+            failed_report.unlink()
+        publish(staging, out, written)
+        progress.say(f"wrote {', '.join(written)} to {out}")
+        return result
+    except OSError as exc:
+        disk = disk_error(exc, out)
+        if disk is None:
+            raise
+        raise disk from exc
+    finally:
+        remove_staging(staging)
+
+
+def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:
+    """The module to export: the model itself, or (int8 with embeddings) a copy with an int8 word table."""
+    if options.quant is not Quant.INT8 or not options.quantize_embeddings:
+        return ExportWrapper(loaded.model, loaded.task).eval(), []
+    import copy
+
+    from quantize.embedding import quantize_embeddings
+
+    model = copy.deepcopy(loaded.model)
+    replaced = quantize_embeddings(model)
+    return ExportWrapper(model, loaded.task).eval(), replaced
+
+
+def export_one(
+    backend: Backend,
+    wrapper: torch.nn.Module,
+    options: ExportOptions,
+    loaded: LoadedModel,
+    max_len: int,
+    staging: Path,
+    progress: Progress,
+) -> tuple[Backend, Path, ExportStats, float]:
+    """Export one artifact into ``staging``: (backend, path, export stats, seconds)."""
+    quant = options.quant
+    info = backends.get_info(backend)
+    module = backends.load(backend)
+    shape, dyn = dynamic_shapes(backend, max_len)
+    example = example_inputs(shape[0], shape[1], int(loaded.config.vocab_size))
+    dest = staging / info.file_name
+    t0 = time.monotonic()
+    try:
+        with torch.no_grad():
+            int4: dict[str, Any] = (
+                {
+                    "group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+                    "int4_kernel": options.int4_kernel,
+                }
+                if quant is Quant.INT4
+                else {}
+            )
+            stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4, entry=options.pte_entry)
+    except MobileExportError:
+        raise
+    except Exception as exc:
+        if interrupts.wrapped(exc) or interrupts.requested():
+            raise KeyboardInterrupt from exc
+        disk = disk_error(exc, staging.parent)
+        if disk is not None:
+            raise disk from exc
+        msg = first_line(exc)
+        raise ExportFailedError(
+            f"{backend.value} export failed: {type(exc).__name__}: {msg}; rerun with --debug for the traceback"
+        ) from exc
+    return backend, dest, stats, time.monotonic() - t0

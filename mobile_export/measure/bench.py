@@ -1,0 +1,245 @@
+"""``mobile-export bench``: latency, throughput, load time and memory of artifacts, side by side with
+the PyTorch fp32 eager model, each measured in a fresh process with a fixed thread count.
+
+Benchmarks print numbers; no test asserts a time. Method: for every (artifact, threads) one child
+process loads the artifact (load time), then per sequence length runs ``warmup`` untimed and ``runs``
+timed batch-1 calls on fixed token ids (median, p90), then 8 texts of the middle length (batch 8
+where the artifact has a dynamic batch, else 8 batch-1 calls) for throughput; peak RSS is the
+process's VmHWM after the runtime import was reset.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+
+def _child(
+    kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int, precision: str = ""
+) -> dict:
+    """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.measure.bench``).
+    ``precision``: ONNX Runtime's int8 mode (``backends.onnx.precision.Precision`` value) for .onnx/.ort."""
+    import time
+
+    import numpy as np
+    import torch
+
+    from .. import backends
+    from .child import import_runtime
+    from ..core.config import Backend
+    from ..core.figures import latency_summary
+    from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
+
+    # torch is the runtime only for the eager reference; for artifacts it merely wraps arrays between
+    # ExecuTorch method calls, and its idle OpenMP workers spinning after a copy would steal the cores
+    # the runtime's own threadpool runs on (the app has no torch at all)
+    torch.set_num_threads(threads if kind == "torch" else 1)
+    if kind != "torch":
+        module = import_runtime(kind)
+    reset_peak()
+    base_kib, base = status_kib("VmRSS"), resident_kib(Path(path))
+    t0 = time.perf_counter()
+    dynamic_batch = True
+    if kind == "torch":
+        from ..model.loading import load_checkpoint
+        from ..model.reference import ExportWrapper
+
+        loaded = load_checkpoint(path)
+        model = ExportWrapper(loaded.model, loaded.task).eval()
+
+        def run(ids, mask, types):
+            with torch.no_grad():
+                return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
+    else:
+        # the same Runner parity uses (ExecuTorch: the layer loop), with the runtime's minimal verification
+        options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
+        if precision:
+            from ..backends.onnx.precision import Precision
+
+            options["precision"] = Precision(precision)
+        runner = module.Runner(Path(path), threads=threads, **options)
+        dynamic_batch = backends.get_info(Backend(kind)).dynamic_batch
+
+        def run(ids, mask, types):
+            return runner.run({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+
+    load_s = time.perf_counter() - t0
+    rng = np.random.default_rng(0)
+    latency_ms: dict[str, dict[str, float]] = {}
+    out: dict[str, object] = {
+        "load_seconds": round(load_s, 4),
+        "latency_ms": latency_ms,
+        "dynamic_batch": dynamic_batch,
+    }
+    for seq in seqs:
+        ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
+        ids[0, 0], ids[0, -1] = 2, 3
+        mask, types = np.ones_like(ids), np.zeros_like(ids)
+        for _ in range(warmup):
+            run(ids, mask, types)
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            run(ids, mask, types)
+            ts.append(1000 * (time.perf_counter() - t))
+        latency_ms[str(seq)] = latency_summary(ts)
+    seq = seqs[len(seqs) // 2]
+    ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
+    mask, types = np.ones_like(ids), np.zeros_like(ids)
+
+    def batch():
+        if dynamic_batch:
+            run(ids, mask, types)
+        else:
+            for i in range(8):
+                run(ids[i : i + 1], mask[i : i + 1], types[i : i + 1])
+
+    batch()
+    t, n = time.perf_counter(), 0
+    while n < 3 or time.perf_counter() - t < 1.0:
+        batch()
+        n += 1
+    out["throughput_texts_per_s"] = {
+        "seq": seq,
+        "batch": 8 if dynamic_batch else 1,
+        "value": round(8 * n / (time.perf_counter() - t), 2),
+    }
+    now = resident_kib(Path(path))
+    out["peak_rss_bytes"] = status_kib("VmHWM") * 1024
+    out["peak_over_baseline_bytes"] = (status_kib("VmHWM") - base_kib) * 1024
+    out["model_rss_bytes"] = model_kib(delta(now, base)) * 1024
+    return out
+
+
+def machine() -> dict:
+    """The benchmarking machine: CPU, its int8 features, ONNX Runtime's precision mode there."""
+    from ..backends.onnx.precision import precision_for
+    from ..core.host import this_host
+
+    host = this_host()
+    return {
+        **host.describe(),
+        "onnxruntime_precision": precision_for(host).describe(host),
+        "logical_cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def measure(
+    kind: str,
+    path: str,
+    threads: int,
+    seq_lens: list[int],
+    vocab: int,
+    runs: int = 30,
+    warmup: int = 5,
+    precision: str = "",
+) -> dict:
+    """Load time, latency per length, throughput and memory of one (artifact, threads) in a fresh process."""
+    from .child import run_child
+
+    return run_child(
+        "mobile_export.measure.bench",
+        [kind, path, str(threads), ",".join(map(str, seq_lens)), str(runs), str(warmup), str(vocab), precision],
+        dict(os.environ, OMP_NUM_THREADS=str(threads if kind == "torch" else 1)),
+        3600,
+        f"benchmark of {path} failed",
+    )
+
+
+def bench(
+    artifacts: list[str],
+    checkpoint: str | None,
+    seq_lens: list[int],
+    threads: list[int],
+    runs: int = 30,
+    vocab: int | None = None,
+    say=print,
+) -> dict:
+    """Measure every artifact (and the fp32 eager model of ``checkpoint``) at each thread count; an
+    ONNX Runtime artifact in this host's precision mode and, where the host also has the saturating
+    u8s8 kernel, in that one too (row ``precision``)."""
+    from .. import backends
+    from ..backends.onnx.precision import Precision, precision_for
+    from ..core.config import Backend
+
+    targets = []
+    for a in artifacts:
+        backend, real = backends.open_artifact(a)  # checked before any runtime sees it
+        targets.append((backend.value, str(real), Path(a).name))
+    names = [t[2] for t in targets]
+    targets = [
+        (k, path, f"{Path(path).parent.name}/{name}" if names.count(name) > 1 else name) for k, path, name in targets
+    ]  # same file name from different exports: say which
+    if checkpoint:
+        targets.insert(0, ("torch", checkpoint, "PyTorch fp32 eager"))
+    if vocab is None:
+        vocab = 100
+        if checkpoint:
+            from ..model.loading import read_config_dict, resolve_folder
+
+            vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
+    mode = precision_for()
+    modes: list[Precision | None] = [mode, Precision.NATIVE] if mode is Precision.EXACT else [mode]
+    rows = []
+    for kind, path, name in targets:
+        onnx_kind = kind in (Backend.ONNX.value, Backend.ORT.value)
+        for m in modes if onnx_kind else [None]:  # the eager model and a .pte have no such mode
+            shown = f"{name} [{m.value}]" if m and len(modes) > 1 else name
+            for t in threads:
+                say(f"bench {shown} threads={t} ...")
+                r = measure(kind, path, t, seq_lens, vocab, runs, precision=m.value if m else "")
+                mode_of = {"precision": m.value} if m else {}
+                rows.append({"name": shown, "kind": kind, "path": path, "threads": t, **mode_of, **r})
+    for row in rows:  # speed-up over eager at the same thread count and length
+        ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)
+        if ref:
+            row["speedup_vs_eager"] = {
+                s: round(ref["latency_ms"][s]["median"] / v["median"], 2) for s, v in row["latency_ms"].items()
+            }
+    return {"machine": machine(), "seq_lens": seq_lens, "threads": threads, "runs": runs, "results": rows}
+
+
+def table(result: dict) -> str:
+    seqs = [str(s) for s in result["seq_lens"]]
+    head = (
+        f"{'artifact':<22}{'thr':>4}{'load s':>8}"
+        + "".join(f"{'ms@' + s:>10}" for s in seqs)
+        + f"{'x eager@' + seqs[-1]:>12}{'texts/s':>9}{'peak MiB':>10}"
+    )
+    m = result.get("machine") or {}
+    lines = [
+        f"machine: {m.get('cpu')} ({' '.join(m.get('int8_features') or []) or 'no int8 features'}); "
+        f"onnxruntime {m.get('onnxruntime_precision')}",
+        head,
+    ]
+    for r in result["results"]:
+        sp = (r.get("speedup_vs_eager") or {}).get(seqs[-1])
+        lines.append(
+            f"{r['name'][:22]:<22}{r['threads']:>4}{r['load_seconds']:>8.2f}"
+            + "".join(f"{r['latency_ms'][s]['median']:>10.2f}" for s in seqs)
+            + f"{(f'{sp:.2f}x' if sp else '-'):>12}{r['throughput_texts_per_s']['value']:>9.1f}"
+            + f"{r['peak_rss_bytes'] / 2**20:>10.0f}"
+        )  # a table column: the number alone
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from .child import print_result
+
+    _argv = sys.argv[1:]
+    print_result(
+        _child(
+            _argv[0],
+            _argv[1],
+            int(_argv[2]),
+            [int(x) for x in _argv[3].split(",")],
+            int(_argv[4]),
+            int(_argv[5]),
+            int(_argv[6]),
+            _argv[7] if len(_argv) > 7 else "",
+        )
+    )

@@ -1,0 +1,93 @@
+"""The ``size`` command: each artifact's bytes by part, sharing on disk and in RAM, memory, budget verdicts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import backends
+from .budgets import Budget, budget_verdict, resolve_budget
+from ..core.config import Quant
+from ..core.errors import ArtifactLoadError, BadInputError
+from ..core.fsutil import sha256_file
+from .memory import measure as measure_memory
+from ..model.summary import config_summary
+from ..backends import detect_quant
+from .size import SizeEntry, breakdown
+
+
+def size_entry(
+    path: Path,
+    summary: dict | None,
+    quant: Quant,
+    int8_embeddings: bool,
+    max_len: int,
+    budget: Budget | None,
+    measure: bool,
+) -> SizeEntry:
+    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict."""
+    entry = breakdown(path, summary, quant.value, int8_embeddings)
+    if measure:
+        entry["memory"] = measure_memory(path, min(128, max_len)).to_dict()
+    if budget:
+        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], budget)]
+    return entry
+
+
+def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool]:
+    """(model summary, quant, int8 embeddings) from ``checkpoint`` or the export's report.json beside it."""
+    import json
+
+    if checkpoint:
+        from ..model.loading import read_config_dict, resolve_folder
+
+        config = read_config_dict(resolve_folder(checkpoint))
+        architecture = (config.get("architectures") or ["AlbertModel"])[0]
+        return {"config": config_summary(config), "architecture": architecture}, None, True
+    report = path.parent / "report.json"
+    if report.is_file():
+        try:
+            r = json.loads(report.read_text(encoding="utf-8"))
+            opts = r.get("options", {})
+            entry = next((a for a in r["artifacts"] if a.get("file") == path.name), None)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadInputError(f"{report} is not a mobile-export report; pass --checkpoint instead") from None
+        if entry is None or entry.get("sha256") != sha256_file(path):
+            raise ArtifactLoadError(
+                f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
+                "from the file's): pass --checkpoint, or keep the export folder as written"
+            )
+        return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
+    return None, None, True
+
+
+def size_report(
+    artifacts: list[str | os.PathLike],
+    checkpoint: str | None = None,
+    quant: Quant | None = None,
+    budgets: tuple[str, ...] | list[str] = (),
+    measure: bool = True,
+) -> list[SizeEntry]:
+    """What each artifact's bytes are, whether sharing survived on disk and in RAM, and budget verdicts.
+
+    Args:
+        artifacts: .pte / .onnx / .ort files.
+        checkpoint: the source checkpoint, when no export report.json sits beside an artifact.
+        quant: how the artifacts were quantized (default: from report.json, else what the file stores).
+        budgets: sizes (``15MB``) or store presets; each gives a verdict per artifact.
+        measure: also load and run each artifact once in a fresh process to measure its RAM.
+
+    Returns:
+        One dict per artifact (see ``size.breakdown``), with ``memory`` and ``budgets``.
+    """
+    resolved = [resolve_budget(b) for b in budgets]
+    entries = []
+    for name in artifacts:
+        _, path = backends.open_artifact(name)  # checked before any runtime sees it
+        info, stored_quant, int8_embeddings = size_inputs(path, checkpoint)
+        chosen = quant or (Quant(stored_quant) if stored_quant else detect_quant(path))
+        positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
+        entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
+        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
+        entries.append(entry)
+    return entries

@@ -1,0 +1,285 @@
+"""What an artifact's bytes are: breakdown by part of the model and the sharing verdicts (size budgets
+live in budgets.py, resident memory in memory.py).
+
+The breakdown reads the artifact itself: the distinct weight blobs it stores (ExecuTorch's named
+data and constant buffers; ONNX initializers), matched to the model's parameters by size. ALBERT's
+cross-layer sharing is preserved when the shared layer's parameters are stored once, not once per
+layer; the verdict counts the blobs actually present, never trusts the config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, TypedDict
+
+from quantize.schemes import table_group_size
+
+from ..core.config import DEFAULT_INT4_GROUP_SIZE, Backend
+from ..core.figures import mib
+
+GROUPS = (
+    "word embeddings",
+    "position/type embeddings",
+    "embedding projection",
+    "shared encoder layer",
+    "pooler",
+    "task head",
+)
+# ---------------------------------------------------------------------------------------------- blobs
+
+
+def artifact_blobs(path: Path) -> tuple[list[bytes], int]:
+    """(weight blobs, delegate graph bytes) of an artifact, read by the backend that owns its format."""
+    from .. import backends
+
+    return backends.load(backends.for_path(path)).blobs(path)
+
+
+# ------------------------------------------------------------------------------------------- params
+
+
+def _group(name: str) -> str:
+    if "word_embeddings" in name:
+        return "word embeddings"
+    if ".embeddings." in f".{name}":
+        return "position/type embeddings"
+    if "embedding_hidden_mapping_in" in name:
+        return "embedding projection"
+    if "albert_layer_groups" in name:
+        return "shared encoder layer"
+    if "pooler" in name:
+        return "pooler"
+    return "task head"
+
+
+def _meta_model(model_info: dict):
+    import torch
+    import transformers
+
+    cfg = dict(model_info["config"])
+    num_labels = cfg.pop("num_labels", None) or 2
+    config = transformers.AlbertConfig(  # type: ignore[call-arg]  # num_labels goes to PretrainedConfig
+        **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels
+    )
+    cls = getattr(transformers, model_info.get("architecture") or "AlbertModel")
+    with torch.device("meta"):
+        return cls(config), config
+
+
+def parameter_counts(model, config) -> dict:
+    """Unique parameters of a (meta) model, and how many there would be with every layer stored separately."""
+    unique = sum(p.numel() for p in model.parameters())
+    layer = sum(p.numel() for n, p in model.named_parameters() if "albert_layer_groups" in n)
+    per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
+    unshared = unique - layer + config.num_hidden_layers * config.inner_group_num * per_layer
+    return {
+        "unique": int(unique),
+        "unshared": int(unshared),
+        "shared_layer": int(layer),
+        "layers": int(config.num_hidden_layers),
+        "ratio": round(unshared / unique, 2),
+    }
+
+
+def tied_embeddings(model) -> bool:
+    """Whether the (meta) model's output layer reads its input word-embedding table (fill-mask with
+    ``tie_word_embeddings``): then one stored table must serve both."""
+    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    return bool(out is not None and out.weight is model.get_input_embeddings().weight)
+
+
+def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bool) -> list[int]:
+    """Byte sizes of the blobs a [rows, width] matrix becomes at 4 bits: packed codes (a Linear's padded to
+    whole groups, a lookup table's not) and its scales (fp32 per group; XNNPACK's Linears bf16)."""
+    blocks = -(-width // group_size)
+    if table and xnnpack:  # embedding_4bit: groups that tile the row
+        return [(rows * width + 1) // 2, rows * (width // table_group_size(width, group_size)) * 4]
+    if table:
+        return [(rows * width + 1) // 2, rows * blocks * 4]
+    codes = rows * blocks * group_size // 2
+    if xnnpack:
+        return [codes, rows * blocks * 2]
+    return [codes, rows * blocks * 4, rows * 4, rows]  # + --int4-kernel int8's per-column scales and zeros
+
+
+def _slots(
+    model, quant: str, int8_embeddings: bool, group_size: int | None = None, xnnpack: bool = False
+) -> list[tuple[str, int]]:
+    """(group, byte size) of every blob the model's parameters would become, one entry each."""
+    slots = []
+    for name, p in model.named_parameters():
+        group = _group(name)
+        matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
+        if quant == "int4" and matrix:
+            if group_size is None:
+                raise ValueError("int4 sizes need the group size")
+            sizes = _int4_sizes(
+                p.shape[0], p.shape[1], group_size, "word_embeddings" in name, xnnpack
+            )  # Linear [out, in]; table [vocab, width]
+            slots += [(group, s) for s in sizes]
+            continue
+        quantized = quant == "int8" and matrix and ("word_embeddings" not in name or int8_embeddings)
+        if quantized:
+            rows = p.shape[0]
+            slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
+        else:
+            slots.append((group, p.numel() * 4))
+    for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants
+        slots.append((_group(name), buf.numel() * buf.element_size()))
+    return slots
+
+
+class SizeEntry(TypedDict, total=False):
+    """An artifact's size section in report.json (``breakdown``; ``size_command`` adds memory and budgets)."""
+
+    file: str
+    bytes: int
+    deflate_bytes: int
+    memory_sharing_preserved: bool
+    memory_sharing_verdict: str
+    blobs: int
+    distinct_blobs: int
+    duplicate_blob_bytes: int
+    weights_bytes: int
+    overhead_bytes: int
+    groups: dict[str, int] | None  # bytes by part of the model; None without a model summary
+    int4_group_size: int
+    other_constants_bytes: int
+    delegate_graph_bytes: int
+    extra_copies_bytes: dict[str, int]
+    parameters: dict[str, int]
+    tied_embeddings: bool
+    sharing_preserved: bool | None
+    sharing_verdict: str
+    memory: dict[str, int]  # MemoryFigures.to_dict()
+    budgets: list[dict[str, Any]]
+
+
+def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> SizeEntry:
+    """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
+    from .. import backends
+
+    stored_group = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
+    group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
+
+    data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
+    blobs, graph_bytes = artifact_blobs(path)
+    distinct: dict[str, bytes] = {}
+    for b in blobs:
+        distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
+    ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
+    out: SizeEntry = {
+        "file": path.name,
+        "bytes": len(data),
+        "deflate_bytes": len(zlib.compress(data, 6)),
+        "memory_sharing_preserved": ram_shared,
+        "memory_sharing_verdict": ram_verdict,
+        "blobs": len(blobs),
+        "distinct_blobs": len(distinct),
+        "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
+    }
+    stored = sum(len(b) for b in blobs)
+    if model_info is None:
+        out.update(
+            {"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None, "sharing_preserved": None}
+        )
+        return out
+    free: dict[int, list[str]] = defaultdict(list)
+    model, config = _meta_model(model_info)
+    xnnpack = backends.for_path(path) is Backend.EXECUTORCH
+    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack)
+    tied = tied_embeddings(model)
+    # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
+    decoder = set()
+    if tied and group_size is not None:
+        table = model.get_input_embeddings().weight
+        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
+    for group, size in slots:
+        free[size].append(group)
+    groups: Counter = Counter()
+    extra_copies: Counter = Counter()
+    unmatched = 0
+    # Every stored blob is matched, duplicates included: the same bytes stored twice cost twice (the
+    # regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes).
+    for b in sorted(blobs, key=len, reverse=True):
+        if free.get(len(b)):
+            groups[free[len(b)].pop(0)] += len(b)
+            continue
+        taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
+        if taken:
+            groups[taken[0]] += len(b)
+            extra_copies[taken[0]] += len(b)
+        else:
+            unmatched += len(b)
+    counts = parameter_counts(model, config)
+    layer_bytes = groups["shared encoder layer"]
+    # Shared weights stored once: no blob beyond one copy of each layer parameter, and (tied word
+    # embeddings) no second copy of the table: the decoder's weight is no slot of its own then, so
+    # a decoder stored apart is an extra copy of the word embeddings.
+    problems = []
+    if extra_copies["shared encoder layer"] or not layer_bytes:
+        problems.append(f"{extra_copies['shared encoder layer']:,} B of extra copies of the shared layer")
+    if tied and extra_copies["word embeddings"]:
+        problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
+    preserved = not problems
+    once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
+    if tied:
+        once += "; the tied word-embedding table is stored once for the lookup and the decoder"
+    out.update(
+        {
+            "groups": {g: int(groups[g]) for g in GROUPS},
+            **({"int4_group_size": stored_group} if stored_group else {}),
+            "other_constants_bytes": int(unmatched),
+            "delegate_graph_bytes": int(graph_bytes),
+            "overhead_bytes": int(len(data) - stored + unmatched),
+            "extra_copies_bytes": {g: int(v) for g, v in extra_copies.items() if v},
+            "parameters": counts,
+            "tied_embeddings": tied,
+            "sharing_preserved": preserved,
+            "sharing_verdict": f"preserved: {once}" if preserved else f"NOT preserved ({'; '.join(problems)})",
+        }
+    )
+    return out
+
+
+def _mb(n: int) -> str:
+    return f"{n:,} B ({mib(n, 2)})"
+
+
+def format_entry(e: SizeEntry) -> str:
+    """The ``size`` command's text for one artifact."""
+    lines = [f"{e['file']}: {_mb(e['bytes'])}; deflate-compressed {_mb(e['deflate_bytes'])}"]
+    groups = e.get("groups")
+    if groups:
+        for g in GROUPS:
+            v = groups[g]
+            lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
+        lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
+        lines.append(
+            f"  {'format overhead':<26}{e['overhead_bytes'] - e['other_constants_bytes']:>14,} B"
+            + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else "")
+        )
+        p = e["parameters"]
+        lines.append(
+            f"  parameters: {p['unique']:,} unique; {p['unshared']:,} if the {p['layers']} layers were "
+            f"not shared ({p['ratio']}x)"
+        )
+        lines.append(f"  sharing: {e['sharing_verdict']}")
+    lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
+    if e.get("memory_sharing_verdict"):
+        lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
+    if e.get("memory"):
+        m = e["memory"]
+        lines.append(
+            f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "
+            f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {mib(m['private_bytes'])}, "
+            f"artifact pages {mib(m['artifact_bytes'])}); runtime library code touched "
+            f"{mib(m['library_bytes'])}; process peak {mib(m['peak_rss_bytes'], 0)}"
+        )
+    for b in e.get("budgets", []):
+        verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"
+        lines.append(f"  budget {b['name']} {b['bytes']:,} B ({b['applies_to']}): {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""Task heads shaped for a phone: fill-mask's top k at the masked positions, one pooled sentence embedding.
+
+The training-time heads return a score for every position over the whole vocabulary (fill-mask:
+[S, 30000] fp32 at albert-base, 58.6 MiB of planned arena at 512 tokens) or every token's vector
+(feature-extraction). These return what an app reads, computed inside the graph:
+
+- ``topk[:K]`` (fill-mask): the first ``MASK_SLOTS`` ``[MASK]`` tokens of ``input_ids``, found in the
+  graph (the app passes nothing new and cannot pass wrong positions); outputs ``mask_positions``
+  int64 [B, MASK_SLOTS] (a slot without a mask holds -1), ``top_ids`` int64 [B, MASK_SLOTS, K] and
+  ``top_scores`` float32 [B, MASK_SLOTS, K]: softmax probabilities over the vocabulary, best first
+  (an empty slot's rows are meaningless; read ``mask_positions``).
+- ``--pooling cls|mean [--normalize]`` (feature-extraction): ``sentence_embedding`` float32 [B, H]:
+  the [CLS] token's vector, or the mean over real tokens (attention mask 1), L2-normalized if asked.
+
+A head reads the encoder's last hidden state plus the model inputs it names (``head_inputs``); in the
+.pte's layer loop those are passed to ``head`` after the hidden state (the program's constant method
+``head_inputs`` lists their indices among the three inputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from ..core.config import POOLINGS
+from ..core.errors import BadInputError
+from ..core.signature import INTEGER_OUTPUTS, MASK_SLOTS
+from ..core.tasks import OutputKind, TaskSpec
+
+REFERENCE_EXTRAS = ("slot_probs",)  # what the top-k head gives the fp32 reference beyond its outputs
+DEFAULT_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """Which head an export gets: ``full`` (the model's own), ``topk`` or ``pool``."""
+
+    kind: str = "full"
+    k: int = DEFAULT_TOP_K
+    pooling: str = "cls"
+    normalize: bool = False
+
+    @property
+    def is_full(self) -> bool:
+        """The model's own head, unchanged."""
+        return self.kind == "full"
+
+    @classmethod
+    def from_manifest(cls, d: dict[str, Any] | None) -> HeadSpec:
+        """The spec a manifest's ``head`` records (``describe``'s output); full when absent."""
+        d = d or {}
+        kind = str(d.get("kind", "full"))
+        if kind == "topk":
+            return cls("topk", k=int(d.get("k", DEFAULT_TOP_K)))
+        if kind == "pool":
+            return cls("pool", pooling=str(d.get("pooling", "cls")), normalize=bool(d.get("normalize", False)))
+        return cls()
+
+    def describe(self) -> dict[str, Any]:
+        """The head as manifest.json records it."""
+        if self.kind == "topk":
+            return {
+                "kind": "topk",
+                "k": self.k,
+                "mask_slots": MASK_SLOTS,
+                "positions": f"the first {MASK_SLOTS} [MASK] tokens of input_ids, in order, found in the graph; "
+                "mask_positions holds -1 in a slot without one (ignore that slot's ids and scores)",
+                "scores": "softmax probabilities over the vocabulary, best first",
+            }
+        if self.kind == "pool":
+            return {
+                "kind": "pool",
+                "pooling": self.pooling,
+                "normalize": self.normalize,
+                "what": "[CLS] token's vector" if self.pooling == "cls" else "mean over tokens with attention_mask 1",
+            }
+        return {"kind": "full"}
+
+
+def parse_head(task: str, head: str | None, pooling: str | None, normalize: bool) -> HeadSpec:
+    """The head of ``--head`` / ``--pooling`` / ``--normalize`` for ``task``; BadInputError when they do not fit."""
+    if head is not None and head != "full":
+        if task != "fill-mask":
+            raise BadInputError(f"--head {head} is for fill-mask exports; this one is {task}")
+        kind, _, k = head.partition(":")
+        if kind != "topk":
+            raise BadInputError(f"--head {head}: pass full, topk or topk:K (K candidates per [MASK])")
+        try:
+            top = int(k) if k else DEFAULT_TOP_K
+        except ValueError:
+            raise BadInputError(f"--head {head}: K must be an integer, e.g. topk:5") from None
+        if not 1 <= top <= 100:
+            raise BadInputError(f"--head {head}: K must be between 1 and 100")
+        return HeadSpec("topk", k=top)
+    if pooling is not None:
+        if task != "feature-extraction":
+            raise BadInputError(f"--pooling is for feature-extraction exports; this one is {task}")
+        if pooling not in POOLINGS:
+            raise BadInputError(f"--pooling {pooling}: pass one of {', '.join(POOLINGS)}")
+        return HeadSpec("pool", pooling=pooling, normalize=normalize)
+    if normalize:
+        raise BadInputError("--normalize needs --pooling cls or mean")
+    return HeadSpec()
+
+
+def head_task(task: TaskSpec, spec: HeadSpec) -> TaskSpec:
+    """The task as the head shapes its outputs."""
+    if spec.kind == "topk":
+        return replace(
+            task,
+            outputs=TopKMasked.output_names,
+            kind=OutputKind.TOP_K,
+            reference_extras=REFERENCE_EXTRAS,
+            head=spec.describe(),
+        )
+    if spec.kind == "pool":
+        return replace(task, outputs=Pooled.output_names, kind=OutputKind.SENTENCE_EMBEDDING, head=spec.describe())
+    return task
+
+
+class TopKMasked(torch.nn.Module):
+    """(hidden [B, S, H], input_ids [B, S]) -> the top k of the MLM head at the first MASK_SLOTS masks."""
+
+    head_inputs = ("input_ids",)
+    output_names = (*INTEGER_OUTPUTS, "top_scores")
+
+    def __init__(self, predictions: torch.nn.Module, mask_id: int, k: int) -> None:
+        super().__init__()
+        self.predictions = predictions
+        self.mask_id = int(mask_id)
+        self.k = int(k)
+
+    def forward(self, hidden, input_ids):
+        batch, seq = input_ids.shape
+        is_mask = (input_ids == self.mask_id).to(torch.float32)
+        # first masks rank highest: a mask at position p scores seq + 1 - p, other tokens 0
+        rank = is_mask * (seq + 1 - torch.arange(seq, dtype=torch.float32))
+        padded = torch.cat([rank, torch.zeros(batch, MASK_SLOTS, dtype=torch.float32)], dim=1)
+        top, where = torch.topk(padded, MASK_SLOTS, dim=1)
+        valid = top > 0
+        at = torch.where(valid, where, torch.zeros_like(where))
+        picked = torch.gather(hidden, 1, at.unsqueeze(-1).expand(batch, MASK_SLOTS, hidden.shape[-1]))
+        probs = torch.softmax(self.predictions(picked), dim=-1)
+        scores, ids = torch.topk(probs, self.k, dim=-1)
+        positions = torch.where(valid, where, torch.full_like(where, -1))
+        # every slot's probabilities last, for the fp32 reference (parity scores the artifact's ids by
+        # them); exports keep only output_names, so the graph never returns them
+        return positions, ids, scores, probs
+
+
+class Pooled(torch.nn.Module):
+    """(hidden [B, S, H][, attention_mask [B, S]]) -> one vector per example [B, H]."""
+
+    output_names = ("sentence_embedding",)
+
+    def __init__(self, pooling: str, normalize: bool) -> None:
+        super().__init__()
+        self.pooling = pooling
+        self.normalize = normalize
+        self.head_inputs: tuple[str, ...] = ("attention_mask",) if pooling == "mean" else ()
+
+    def forward(self, hidden, *mask):
+        # sums as batched matmuls, which XNNPACK runs (it has no reduce-sum): keep @ hidden sums the real
+        # tokens' vectors, keep @ keep^T counts them (0/1), v @ v^T is the squared norm
+        if self.pooling == "mean":
+            keep = mask[0].to(hidden.dtype).unsqueeze(1)  # [B, 1, S]
+            total = torch.bmm(keep, hidden)  # [B, 1, H]
+            count = torch.bmm(keep, keep.transpose(1, 2))  # [B, 1, 1]
+            vector = total / count.clamp(min=1.0)
+        else:
+            vector = hidden[:, :1]  # [B, 1, H]
+        if self.normalize:
+            squared = torch.bmm(vector, vector.transpose(1, 2))  # [B, 1, 1]
+            vector = vector / torch.sqrt(squared.clamp(min=1e-24))
+        return (vector[:, 0],)
+
+
+class PhoneModel(torch.nn.Module):
+    """A transformers ALBERT with its head replaced by a phone head; called like the transformers model
+    (0/1 or additive attention mask), returns a dict of the head's outputs. ``stages.cut`` cuts it into
+    the layer loop like any ALBERT (its base model is the original's)."""
+
+    base_model_prefix = "albert"
+
+    def __init__(self, model: Any, head: torch.nn.Module) -> None:
+        super().__init__()
+        self.albert = model.base_model
+        self.head = head
+        self.config = model.config
+        self.architecture = type(model).__name__  # what reports name (the weights are that model's)
+
+    @property
+    def base_model(self) -> torch.nn.Module:
+        """The ALBERT encoder (transformers' name for it)."""
+        return self.albert
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        keep = (attention_mask[:, 0, 0, :] == 0).to(torch.int64) if attention_mask.dim() == 4 else attention_mask
+        hidden = self.albert(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
+        given = {"input_ids": input_ids, "attention_mask": keep}
+        outs = self.head(hidden, *[given[n] for n in self.head.head_inputs])
+        return dict(zip([*self.head.output_names, *REFERENCE_EXTRAS], outs))
+
+
+def build_head(model: Any, spec: HeadSpec, mask_id: int | None) -> torch.nn.Module:
+    """``model`` (transformers) with the head of ``spec``; the model itself for ``full``."""
+    if spec.kind == "topk":
+        if mask_id is None:
+            raise BadInputError("--head topk needs a tokenizer with a [MASK] token")
+        return PhoneModel(model, TopKMasked(model.predictions, mask_id, spec.k)).eval()
+    if spec.kind == "pool":
+        return PhoneModel(model, Pooled(spec.pooling, spec.normalize)).eval()
+    return model
+
+
+def with_head(loaded: Any, spec: HeadSpec) -> Any:
+    """``loaded`` (a LoadedModel) with the head of ``spec``: its model and task replaced; as it is for ``full``."""
+    if spec.is_full:
+        return loaded
+    mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
+    return replace(loaded, model=build_head(loaded.model, spec, mask_id), task=head_task(loaded.task, spec))

@@ -1,0 +1,178 @@
+"""ALBERT cut where its layer loop goes: embed, the shared layer group(s), head.
+
+Both backends export these pieces and run the group once per layer (the .pte as methods the caller
+loops over, the .onnx inside a ``Loop``), so the shared layer exists once in the artifact and in RAM.
+Layouts: ``batch_one`` (the XNNPACK .pte) keeps hidden states ``[1, S, 1, H]`` and the additive mask
+``[1, 1, S]``; otherwise hidden states are ``[B, S, H]`` and the mask ``[B, 1, 1, S]``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from .reference import additive_mask
+
+
+class Embed(torch.nn.Module):
+    """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
+
+    def __init__(self, base: Any, batch_one: bool) -> None:  # a transformers AlbertModel
+        super().__init__()
+        self.embeddings = base.embeddings
+        self.project = base.encoder.embedding_hidden_mapping_in
+        self.width = base.config.hidden_size
+        self.batch_one = batch_one
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
+        keep = attention_mask[:, None, :] if self.batch_one else attention_mask[:, None, None, :]
+        mask = additive_mask(keep)
+        return (hidden.view(1, -1, 1, self.width) if self.batch_one else hidden), mask
+
+
+class Group(torch.nn.Module):
+    """One ALBERT layer group (the shared layer): (hidden, mask) -> hidden."""
+
+    def __init__(self, group: torch.nn.Module) -> None:
+        super().__init__()
+        self.group = group
+
+    def forward(self, hidden, mask):
+        return self.group(hidden, mask)
+
+
+class _PassEmbeddings(torch.nn.Module):
+    """Stands in for the embeddings inside the head: returns the hidden states it is given."""
+
+    def forward(self, input_ids=None, *args, inputs_embeds=None, **kwargs):
+        return inputs_embeds
+
+
+class _PassEncoder(torch.nn.Module):
+    """Stands in for the encoder inside the head: the layers already ran."""
+
+    def __init__(self, width: int | None) -> None:
+        super().__init__()
+        self.width = width
+
+    def forward(self, hidden, *args, **kwargs):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        return BaseModelOutput(last_hidden_state=hidden if self.width is None else hidden.view(1, -1, self.width))
+
+
+class Head(torch.nn.Module):
+    """The model after its encoder (pooler and task head) run exactly as transformers wrote them."""
+
+    def __init__(self, model: torch.nn.Module, output_names: tuple[str, ...], batch_one: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.output_names = output_names
+        self.batch_one = batch_one
+
+    def forward(self, hidden):
+        if self.batch_one:  # nothing masked here: the layers did it
+            mask = torch.zeros_like(hidden[:, :, 0, :1]).view(1, 1, 1, -1)
+        else:
+            mask = torch.zeros_like(hidden[:, :, :1]).transpose(1, 2)[:, None]
+        out = self.model(inputs_embeds=hidden, attention_mask=mask)
+        return tuple(out[name] for name in self.output_names)
+
+
+class PhoneStage(torch.nn.Module):
+    """A phone head (``heads``) after the layers: (hidden[, the one model input it reads]) -> its outputs."""
+
+    def __init__(self, head: torch.nn.Module, output_names: tuple[str, ...], batch_one: bool, width: int) -> None:
+        super().__init__()
+        self.head = head
+        self.n_outputs = len(output_names)
+        self.batch_one = batch_one
+        self.width = width
+        self.head_inputs: tuple[str, ...] = tuple(getattr(head, "head_inputs", ()))
+
+    def _run(self, hidden, *extra):
+        if self.batch_one:
+            hidden = hidden.view(1, -1, self.width)
+        return tuple(self.head(hidden, *extra)[: self.n_outputs])
+
+
+class PhoneStageAlone(PhoneStage):
+    """A phone head that reads the hidden state only."""
+
+    def forward(self, hidden):
+        return self._run(hidden)
+
+
+class PhoneStageWithInput(PhoneStage):
+    """A phone head that also reads one model input (``head_inputs``)."""
+
+    def forward(self, hidden, extra):
+        return self._run(hidden, extra)
+
+
+def head_inputs(head: torch.nn.Module) -> list[int]:
+    """Indices among (input_ids, attention_mask, token_type_ids) of the inputs ``head`` reads after the hidden state."""
+    from ..core.signature import INPUT_NAMES
+
+    return [INPUT_NAMES.index(n) for n in getattr(head, "head_inputs", ())]
+
+
+class Whole(torch.nn.Module):
+    """embed, the groups in schedule order, head: the whole model as one method (``--pte-entry forward``).
+
+    Built from the same modules as the loop's methods, so both quantize to the same stored weights."""
+
+    def __init__(self, embed: Embed, groups: list[Group], head: torch.nn.Module, schedule: list[int]) -> None:
+        super().__init__()
+        self.embed = embed
+        self.groups = torch.nn.ModuleList(groups)
+        self.head = head
+        self.schedule = list(schedule)
+        self.extra = head_inputs(head)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        given = (input_ids, attention_mask, token_type_ids)
+        hidden, mask = self.embed(input_ids, attention_mask, token_type_ids)
+        for g in self.schedule:
+            hidden = self.groups[g](hidden, mask)
+        return self.head(hidden, *[given[i] for i in self.extra])
+
+
+def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], torch.nn.Module]:
+    """``model`` (an ALBERT transformers model, or a ``heads.PhoneModel``) as embed, one ``Group`` per
+    layer group, and head.
+
+    The pieces share the model's modules (nothing is copied but two shallow module shells).
+    """
+    base: Any = model.base_model
+    embed = Embed(base, batch_one).eval()
+    groups = [Group(g).eval() for g in base.encoder.albert_layer_groups]
+    phone = getattr(model, "head", None)
+    if phone is not None and hasattr(phone, "head_inputs"):  # a heads.PhoneModel
+        cls = PhoneStageWithInput if phone.head_inputs else PhoneStageAlone
+        return embed, groups, cls(phone, tuple(output_names), batch_one, int(base.config.hidden_size)).eval()
+    return embed, groups, _model_head(model, base, tuple(output_names), batch_one)
+
+
+def _model_head(model: Any, base: Any, output_names: tuple[str, ...], batch_one: bool) -> Head:
+    """The transformers model after its encoder: shallow shells whose embeddings and encoder pass through."""
+    head_base = copy.copy(base)
+    head_base._modules = dict(
+        base._modules,
+        embeddings=_PassEmbeddings(),
+        encoder=_PassEncoder(base.config.hidden_size if batch_one else None),
+    )
+    head_model = head_base
+    if model is not base:
+        head_model = copy.copy(model)
+        head_model._modules = {**model._modules, model.base_model_prefix: head_base}
+    return Head(head_model, output_names, batch_one).eval()
+
+
+def layer_schedule(config) -> list[int]:
+    """Which layer group runs at each depth (transformers' AlbertTransformer rule)."""
+    layers, groups = config.num_hidden_layers, config.num_hidden_groups
+    return [int(i / (layers / groups)) for i in range(layers)]

@@ -1,0 +1,149 @@
+"""One emulated ARM64 process per phone CPU model, serving artifact runs over a pipe.
+
+The host sends length-prefixed pickles (``load``, ``run``, ``versions``) to ``worker`` running under
+qemu-aarch64 with ``QEMU_CPU`` set to the model; replies come back in order. Requests can be sent ahead
+(``EmulatedRunner.submit``) so the CPU models compute side by side while the host runs its own.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ...core.errors import ArtifactLoadError, MobileExportError
+from .env import Arm64Env
+
+_HEADER = struct.Struct("<Q")
+WORKER = "mobile_export.parity.arm64.worker"  # the module the emulated Python runs
+EXTRA_PYTHONPATH: list[str] = []  # more folders for the emulated Python (tests put a worker of their own here)
+
+
+def write_message(stream, message) -> None:
+    """One length-prefixed pickle onto ``stream``."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream):
+    """The next message on ``stream``, or None at its end."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    return pickle.loads(stream.read(size))  # our own worker's reply, never outside data
+
+
+class Emulator:
+    """A worker process under qemu-aarch64 emulating ``cpu`` (a context manager; ``close`` ends it)."""
+
+    def __init__(self, env: Arm64Env, cpu: str, qemu: Path | None = None) -> None:
+        self.cpu = cpu
+        package = Path(__file__).resolve().parents[2]
+        self._project = tempfile.TemporaryDirectory(prefix="mobile-export-arm64-")
+        for name in ("mobile_export", "quantize"):  # only the project's packages, beside the aarch64 site
+            os.symlink(package / name, Path(self._project.name) / name)
+        self._log = open(Path(self._project.name) / "worker.log", "w+b")
+        env_vars = {
+            "QEMU_CPU": cpu,
+            "QEMU_LD_PREFIX": str(env.userland),
+            "LD_LIBRARY_PATH": str(env.stubs),
+            "PYTHONPATH": ":".join([str(env.site), self._project.name, *EXTRA_PYTHONPATH]),
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HOME": self._project.name,
+            "PATH": "/usr/bin:/bin",
+            "OMP_NUM_THREADS": "1",
+            "TORCHINDUCTOR_CACHE_DIR": self._project.name,
+        }
+        self.process = subprocess.Popen(
+            [str(qemu or env.qemu), str(env.python), "-m", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env_vars,
+        )
+        self.pending = 0
+
+    def send(self, op: str, arg=None) -> None:
+        try:
+            write_message(self.process.stdin, (op, arg))
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        self.pending += 1
+
+    def receive(self):
+        """The reply to the oldest request not yet answered."""
+        reply = read_message(self.process.stdout)
+        if reply is None:
+            raise self._died()
+        self.pending -= 1
+        status, value = reply
+        if status != "ok":
+            raise ArtifactLoadError(f"arm64 {self.cpu}: {value}")
+        return value
+
+    def call(self, op: str, arg=None):
+        self.send(op, arg)
+        return self.receive()
+
+    def versions(self) -> dict:
+        """The runtime versions the emulated process imports."""
+        return self.call("versions")
+
+    def _died(self) -> MobileExportError:
+        self.process.poll()
+        self._log.flush()
+        self._log.seek(0)
+        tail = [line for line in self._log.read().decode(errors="replace").splitlines() if line.strip()][-1:]
+        return MobileExportError(
+            f"the emulated ARM64 process ({self.cpu}) ended (exit {self.process.returncode}): "
+            f"{tail[0][:200] if tail else 'no output'}"
+        )
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                if self.process.stdin is not None:
+                    self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        self._project.cleanup()
+
+    def __enter__(self) -> "Emulator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class EmulatedRunner:
+    """An artifact loaded in the emulated process of one CPU model; runs like a backend's ``Runner``."""
+
+    def __init__(self, emulator: Emulator, key: str, backend: str, path: Path) -> None:
+        self.emulator, self.key = emulator, key
+        emulator.send("load", (key, backend, str(path)))  # the emulated processes start side by side
+
+    def ready(self) -> None:
+        """Wait until the artifact is loaded (raises the emulated runtime's error if it did not load)."""
+        self.emulator.receive()
+
+    def submit(self, feeds: dict[str, np.ndarray]) -> None:
+        """Send one input ahead; ``result`` collects it (in the order sent)."""
+        self.emulator.send("run", (self.key, feeds))
+
+    def result(self) -> list[np.ndarray]:
+        return self.emulator.receive()
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.submit(feeds)
+        return self.result()

@@ -1,0 +1,114 @@
+"""The emulated ARM64 environment: where it lives and the check before each use (``setup`` builds it).
+
+It holds qemu's user-mode emulator (>= 10, from Debian's bookworm-backports: Debian 12's own 7.2
+computes SVE code wrongly and crashes ONNX Runtime's CPU detection), a Debian arm64 userland with
+Python 3.11 (debootstrap's first stage, unpacked without a chroot), the aarch64 wheels of the pinned
+runtimes (the same versions as this machine's) and stand-ins for the CUDA libraries aarch64 torch links
+(``stubs``). About 2 GB. Needs ``apt-get``, ``debootstrap``, ``binutils-aarch64-linux-gnu`` and root
+(debootstrap), and reaches only Debian's and PyPI's package servers as this machine has them configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ...core.errors import BadInputError
+
+MIN_QEMU = (10, 0)
+SUITE = "bookworm"
+RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy")  # the aarch64 builds that must match this machine's
+# What importing the runtimes needs besides them (pure Python, or with aarch64 wheels), at this machine's versions.
+SUPPORT = (
+    "typing_extensions",
+    "sympy",
+    "mpmath",
+    "networkx",
+    "jinja2",
+    "markupsafe",
+    "fsspec",
+    "filelock",
+    "setuptools",
+    "ruamel.yaml",
+    "pyyaml",
+    "flatbuffers",
+    "packaging",
+    "tabulate",
+)
+PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")
+ENV_VAR = "MOBILE_EXPORT_ARM64_ENV"
+PREPARE = "make arm64-env (or python -m mobile_export.parity.arm64.setup)"
+
+
+def default_dir() -> Path:
+    """Where the environment lives: $MOBILE_EXPORT_ARM64_ENV, else ~/.cache/mobile-export/arm64."""
+    return Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "mobile-export" / "arm64")
+
+
+def wanted_versions() -> dict[str, str]:
+    """The runtime versions the environment must have: this machine's."""
+    out = {}
+    for name in RUNTIMES:
+        try:
+            out[name] = version(name).split("+")[0]
+        except PackageNotFoundError:
+            raise BadInputError(f"{name} is not installed here; install mobile-export first") from None
+    return out
+
+
+@dataclass(frozen=True)
+class Arm64Env:
+    """A prepared environment: where its emulator, userland, packages and CUDA stand-ins are."""
+
+    root: Path
+
+    @property
+    def qemu(self) -> Path:
+        return self.root / "qemu" / "usr" / "bin" / "qemu-aarch64"
+
+    @property
+    def qemu_x86_64(self) -> Path:
+        """qemu's x86-64 user-mode emulator from the same package: ``-cpu Haswell`` is AVX2 without VNNI."""
+        return self.root / "qemu" / "usr" / "bin" / "qemu-x86_64"
+
+    @property
+    def userland(self) -> Path:
+        return self.root / "userland"
+
+    @property
+    def python(self) -> Path:
+        return self.userland / "usr" / "bin" / "python3.11"
+
+    @property
+    def site(self) -> Path:
+        return self.root / "site"
+
+    @property
+    def stubs(self) -> Path:
+        return self.root / "stubs"
+
+    @property
+    def stamp(self) -> Path:
+        return self.root / "env.json"
+
+    def describe(self) -> dict:
+        return json.loads(self.stamp.read_text())
+
+
+def locate(folder: str | os.PathLike | None = None) -> Arm64Env:
+    """The prepared environment in ``folder`` (default ``default_dir()``), checked against this machine's
+    runtime versions; a missing or stale one is a one-line error naming the command that prepares it."""
+    env = Arm64Env(Path(folder) if folder else default_dir())
+    if not env.stamp.is_file() or not env.qemu.is_file() or not env.python.is_file():
+        raise BadInputError(f"no ARM64 environment in {env.root}; prepare it with {PREPARE}")
+    have = env.describe().get("versions", {})
+    want = wanted_versions()
+    stale = [f"{k} {have.get(k)} (want {v})" for k, v in want.items() if have.get(k) != v]
+    if stale:
+        raise BadInputError(
+            f"the ARM64 environment in {env.root} has {', '.join(stale)}; prepare it again with {PREPARE}"
+        )
+    return env

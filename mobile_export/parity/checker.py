@@ -1,0 +1,367 @@
+"""The runtime check of artifacts: parity texts streamed through the fp32 reference and every artifact's
+real runtime, compared as they arrive and dropped, so memory is bounded by a window of texts.
+
+The reference runs in length-sorted, right-padded batches; the artifacts run one text at a time, batch 1,
+as an app calls them. A batch of texts adds to a ``Tally``; tallies of consecutive batches merge, which
+is how ``distributed`` spreads a validation set over a Ray cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import backends
+from ..core.config import Backend, Quant, Thresholds
+from .data import ParityData
+from ..core.errors import ArtifactLoadError, first_line
+from ..model.loading import LoadedModel
+from .plots import CrossRuntime, PlotSampler
+from ..core.progress import Progress
+from ..model.reference import Example, output_width, reference_batch, tokenize
+from ..core.tasks import OutputKind, TaskSpec
+from .texts import long_texts, parity_texts
+from .accumulate import ParityAccumulator
+
+WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
+WINDOW_TEXTS = 256
+BATCH_VALUES = 8_000_000  # padded output values of one reference batch (32 MB)
+BATCH_TOKENS = 256  # padded tokens of one reference batch: more is slower on CPU (BENCHMARKS.md "Parity at scale")
+BATCH_TEXTS = 32
+GOLDEN = 3  # short examples with their ids and fp32 outputs, for on-device self-tests
+GOLDEN_MAX_VALUES = 4096
+PROGRESS_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ParitySource:
+    """The texts every artifact is judged on, in order: the empty text, then the user's file (read as a
+    stream) or the built-in mix, then texts at 128 tokens and at the max length (so those length
+    buckets are gated)."""
+
+    before: tuple[str, ...]
+    data: ParityData | None = None
+    after: tuple[str, ...] = ()
+
+    @staticmethod
+    def build(tokenizer, data: ParityData | None, max_len: int) -> "ParitySource":
+        """The parity texts for a checkpoint's tokenizer: ``data`` framed as above, or the built-in text."""
+        if data is None:
+            return ParitySource(tuple(parity_texts(tokenizer, max_len)))
+        return ParitySource(("",), data, tuple(long_texts(tokenizer, max_len)))
+
+    def __len__(self) -> int:
+        return len(self.before) + (self.data.count if self.data else 0) + len(self.after)
+
+    def items(self) -> Iterator[tuple[str, int | None]]:
+        """(text, label or None) of every example, in order."""
+        yield from ((t, None) for t in self.before)
+        if self.data is not None:
+            yield from self.data.items()
+        yield from ((t, None) for t in self.after)
+
+    def batches(self, size: int) -> Iterator[list[tuple[str, int | None]]]:
+        """The examples in consecutive lists of ``size``."""
+        batch: list[tuple[str, int | None]] = []
+        for item in self.items():
+            batch.append(item)
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def texts_at(self, indices: Sequence[int]) -> dict[int, str]:
+        """The texts of the given examples (one more pass over the source)."""
+        wanted, out = set(indices), {}
+        for i, (text, _) in enumerate(self.items()):
+            if i in wanted:
+                out[i] = text
+                if len(out) == len(wanted):
+                    break
+        return out
+
+    def describe(self) -> dict:
+        return {
+            "source": self.data.source if self.data is not None else "built-in text",
+            "examples": len(self),
+            "blank_lines_skipped": self.data.blank_lines if self.data is not None else 0,
+        }
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """One artifact to run: its name in the report, its file and format, and the limits it is held to;
+    with ``cpu``, on that ARM64 CPU model under emulation, compared also with the run named ``host``."""
+
+    name: str
+    backend: Backend
+    path: Path
+    quant: Quant
+    thresholds: Thresholds
+    cpu: str | None = None
+    host: str | None = None
+
+
+@dataclass
+class Tally:
+    """What a run of texts adds up to, per artifact and across them; a tally of the texts that follow
+    merges in (``merge``)."""
+
+    parity: list[ParityAccumulator]
+    plots: list[PlotSampler]
+    seconds: list[array]  # per artifact, each example's run time
+    cross: CrossRuntime  # between the artifacts run on this machine
+    vs_host: dict[int, ParityAccumulator] = field(default_factory=dict)  # emulated run k against its host run
+    lengths: set[int] = field(default_factory=set)
+    labelled: int = 0
+    reference_seconds: float = 0.0
+    golden: list[dict] = field(default_factory=list)
+
+    @staticmethod
+    def empty(task: TaskSpec, checks: Sequence[ArtifactCheck], seed: int = 0) -> "Tally":
+        """A tally of no texts for these checks (``seed`` draws its plot samples)."""
+        return Tally(
+            [ParityAccumulator(task) for _ in checks],
+            [PlotSampler(seed) for _ in checks],
+            [array("d") for _ in checks],
+            CrossRuntime(task, [c.name for c in checks if c.cpu is None]),
+            vs_host={k: ParityAccumulator(task) for k, c in enumerate(checks) if c.cpu is not None},
+        )
+
+    @property
+    def n_examples(self) -> int:
+        return self.parity[0].n_examples if self.parity else 0
+
+    def merge(self, other: "Tally") -> None:
+        """Fold in the tally of the texts that follow these."""
+        for mine, theirs in zip(self.parity, other.parity):
+            mine.merge(theirs)
+        for mine_p, theirs_p in zip(self.plots, other.plots):
+            mine_p.merge(theirs_p)
+        for mine_s, theirs_s in zip(self.seconds, other.seconds):
+            mine_s.extend(theirs_s)
+        self.cross.merge(other.cross)
+        for k, acc in self.vs_host.items():
+            acc.merge(other.vs_host[k])
+        self.lengths |= other.lengths
+        self.labelled += other.labelled
+        self.reference_seconds += other.reference_seconds
+        self.golden += other.golden[: GOLDEN - len(self.golden)]
+
+
+def _load_runner(check: ArtifactCheck, threads: int | None):
+    info = backends.get_info(check.backend)
+    try:
+        return backends.load(check.backend).Runner(check.path, threads)
+    except Exception as exc:
+        raise ArtifactLoadError(f"{check.path.name} does not load in {info.runtime}: {first_line(exc, 200)}") from exc
+
+
+class Checker:
+    """The fp32 model and every artifact's runtime, each loaded once; ``run`` adds a batch of texts to a tally.
+    Checks on an ARM64 CPU model run in one emulated process per model (``arm64``: the prepared
+    environment); ``close`` ends them."""
+
+    def __init__(
+        self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int, threads: int | None = None, arm64=None
+    ) -> None:
+        self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
+        self.emulators: dict = {}
+        try:
+            self.runners = [self._emulated(c, arm64) if c.cpu else _load_runner(c, threads) for c in self.checks]
+            for check, runner in zip(self.checks, self.runners):
+                if check.cpu:
+                    runner.ready()
+        except BaseException:
+            self.close()
+            raise
+        self.width = output_width(loaded.config, loaded.task)
+        self.per_token = loaded.task.per_token
+        self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)
+
+    def _emulated(self, check: ArtifactCheck, arm64):
+        from .arm64.emulator import Emulator, EmulatedRunner
+
+        cpu = str(check.cpu)
+        if cpu not in self.emulators:
+            self.emulators[cpu] = Emulator(arm64, cpu)
+        return EmulatedRunner(self.emulators[cpu], check.name, check.backend.value, check.path)
+
+    def close(self) -> None:
+        """End the emulated processes."""
+        for emulator in self.emulators.values():
+            emulator.close()
+        self.emulators = {}
+
+    def new_tally(self, seed: int = 0) -> Tally:
+        return Tally.empty(self.loaded.task, self.checks, seed)
+
+    def _values(self, length: int) -> int:
+        """Output values of one example of ``length`` tokens."""
+        return self.width * (length if self.per_token else 1)
+
+    def windows(self, examples: list[Example]) -> Iterator[range]:
+        """Consecutive runs of examples whose reference outputs fit ``WINDOW_VALUES`` together."""
+        start, values = 0, 0
+        for k, ex in enumerate(examples):
+            v = self._values(ex.length)
+            if k > start and (values + v > WINDOW_VALUES or k - start >= WINDOW_TEXTS):
+                yield range(start, k)
+                start, values = k, 0
+            values += v
+        if start < len(examples):
+            yield range(start, len(examples))
+
+    def reference(self, examples: list[Example], window: range) -> dict[int, list[np.ndarray]]:
+        """fp32 outputs of a window's examples: sorted by length, in padded batches within the limits."""
+        order = sorted(window, key=lambda k: examples[k].length)
+        out: dict[int, list[np.ndarray]] = {}
+        while order:
+            n = 1
+            while n < min(len(order), BATCH_TEXTS):
+                longest = examples[order[n]].length
+                if (n + 1) * longest > BATCH_TOKENS or (n + 1) * self._values(longest) > BATCH_VALUES:
+                    break
+                n += 1
+            batch, order = order[:n], order[n:]
+            for k, outs in zip(
+                batch, reference_batch(self.loaded.model, self.loaded.task, [examples[k] for k in batch], self.pad_id)
+            ):
+                out[k] = outs
+        return out
+
+    def run(self, items: Sequence[tuple[str, int | None]], tally: Tally) -> None:
+        """Run ``items`` (text, label) through the reference and every artifact, adding them to ``tally``."""
+        loaded = self.loaded
+        examples = tokenize(loaded.tokenizer, [text for text, _ in items], self.max_len)
+        if loaded.task.kind is OutputKind.TOP_K:  # the head answers at masks: give every text some
+            from ..core.signature import MASK_SLOTS
+            from .topk import masked
+
+            examples = masked(examples, int(loaded.tokenizer.mask_token_id), MASK_SLOTS)
+        for window in self.windows(examples):
+            t0 = time.perf_counter()
+            refs = self.reference(examples, window)
+            tally.reference_seconds += time.perf_counter() - t0
+            for k in window:
+                ex, label, full = examples[k], items[k][1], refs.pop(k)
+                ref = full[: len(loaded.task.outputs)]  # full: + what only the reference gives (top-k heads)
+                outputs = {}
+                for check, runner in zip(self.checks, self.runners):
+                    if check.cpu:  # the emulated CPU models compute while this machine runs its own
+                        self._run_one(check, runner.submit, ex, feed=True)
+                for j, (check, runner) in enumerate(zip(self.checks, self.runners)):  # host checks come first
+                    t = time.perf_counter()
+                    act = (
+                        self._run_one(check, runner.result, ex, feed=False)
+                        if check.cpu
+                        else self._run_one(check, runner.run, ex, feed=True)
+                    )
+                    tally.seconds[j].append(time.perf_counter() - t)
+                    _same_outputs(_shown(check), loaded, ref, act)
+                    tally.parity[j].add(full, act, ex.length, label, plot=tally.plots[j])
+                    outputs[check.name] = act
+                    if check.cpu and check.host is not None:
+                        tally.vs_host[j].add(outputs[check.host], act, ex.length)
+                tally.cross.add({c.name: outputs[c.name] for c in self.checks if c.cpu is None})
+                tally.lengths.add(ex.length)
+                tally.labelled += label is not None
+                if len(tally.golden) < GOLDEN and ex.text and sum(o.size for o in ref) <= GOLDEN_MAX_VALUES:
+                    tally.golden.append(_golden(loaded.task, ex, ref))
+
+    def _run_one(self, check: ArtifactCheck, call, ex: Example, feed: bool):
+        try:
+            return call(ex.feeds) if feed else call()
+        except Exception as exc:  # e.g. token ids beyond a smaller vocabulary
+            config = self.loaded.config
+            raise ArtifactLoadError(
+                f"{_shown(check)} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
+                f"export of this checkpoint ({config.vocab_size} words, max length "
+                f"{config.max_position_embeddings}); pass the checkpoint it was exported from"
+            ) from exc
+
+
+def _shown(check: ArtifactCheck) -> str:
+    """The artifact as an error names it: its file, and the CPU model when emulated."""
+    return f"{check.path.name} on arm64 {check.cpu}" if check.cpu else check.path.name
+
+
+def _same_outputs(name: str, loaded: LoadedModel, reference: list, actual: list) -> None:
+    """An artifact of another model (other labels, other task) has other outputs: exit 2, one line."""
+    want = [tuple(r.shape) for r in reference]
+    got = [tuple(np.shape(a)) for a in actual]
+    if want != got:
+        labels = f", {loaded.config.num_labels} labels" if loaded.task.has_labels else ""
+        raise ArtifactLoadError(
+            f"{name} outputs shapes {got}, the checkpoint ({loaded.task.name}{labels}) "
+            f"{want}: it is an export of a different model; pass the checkpoint it was exported from"
+        )
+
+
+def _golden(task: TaskSpec, ex: Example, reference: list[np.ndarray]) -> dict:
+    """One short input with its expected ids and fp32 outputs."""
+    return {
+        "text": ex.text,
+        "input_ids": ex.feeds["input_ids"][0].tolist(),
+        "token_type_ids": ex.feeds["token_type_ids"][0].tolist(),
+        "outputs": {
+            name: {"shape": list(o.shape), "values": [round(float(v), 6) for v in o.ravel()]}
+            for name, o in zip(task.outputs, reference)
+        },
+    }
+
+
+class RateLine:
+    """Progress a person can read on a long run: texts done of the total, texts per second overall, of
+    the reference and of each runtime, and the time left; at most every ``PROGRESS_SECONDS``."""
+
+    def __init__(self, progress: Progress, total: int, checks: Sequence[ArtifactCheck]) -> None:
+        self.progress, self.total = progress, total
+        self.names = [c.name for c in checks]
+        self.timed = {c.name for c in checks if c.cpu is None}  # emulation says nothing about speed
+        self.start = self.last = time.monotonic()
+
+    def update(self, tally: Tally, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < PROGRESS_SECONDS:
+            return
+        self.last = now
+        done, elapsed = tally.n_examples, max(now - self.start, 1e-9)
+        rate = done / elapsed
+        parts = [f"fp32 reference {_per_second(done, tally.reference_seconds)}"]
+        parts += [f"{n} {_per_second(done, sum(s))}" for n, s in zip(self.names, tally.seconds) if n in self.timed]
+        left = f", about {_duration((self.total - done) / rate)} left" if rate > 0 and done < self.total else ""
+        self.progress.say(f"parity: {done:,}/{self.total:,} texts, {rate:.1f} texts/s ({'; '.join(parts)}){left}")
+
+
+def _per_second(n: int, seconds: float) -> str:
+    return f"{n / seconds:.1f}/s" if seconds > 0 else "-"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 5400:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def run_local(checker: Checker, source: ParitySource, progress: Progress, batch_texts: int = 64) -> Tally:
+    """Every text of ``source`` through ``checker`` in this process, with a rate line on long runs."""
+    tally = checker.new_tally()
+    line = RateLine(progress, len(source), checker.checks)
+    try:
+        for batch in source.batches(batch_texts):
+            checker.run(batch, tally)
+            line.update(tally)
+    finally:
+        checker.close()
+    line.update(tally, final=True)
+    return tally

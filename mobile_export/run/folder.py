@@ -1,0 +1,145 @@
+"""An export folder opened for use without its checkpoint: manifest, checksums, labels, tokenizer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .. import backends
+from ..core.config import Backend
+from ..core.errors import ArtifactLoadError, BadInputError
+from ..core.fsutil import sha256_file
+from ..core.tasks import TaskSpec, get_task
+
+MANIFEST = "manifest.json"
+LABELS = "labels.json"
+TOKENIZER_DIR = "tokenizer"
+
+
+@dataclass(frozen=True)
+class ArtifactEntry:
+    """One artifact the manifest lists."""
+
+    file: str
+    backend: Backend
+    quant: str
+    entry: dict[str, Any]  # the manifest's entry (load, calling convention, ...)
+
+
+@dataclass(frozen=True)
+class ExportFolder:
+    """What ``mobile-export export`` wrote into a folder, read back through its manifest."""
+
+    path: Path
+    manifest: dict[str, Any]
+    task: TaskSpec
+    artifacts: tuple[ArtifactEntry, ...]
+    labels: tuple[str, ...]
+    score_function: str  # softmax, sigmoid or none (text-classification)
+    settings: dict[str, Any]  # tokenizer_settings.json
+
+    def artifact(self, backend: Backend | None) -> ArtifactEntry:
+        """The artifact of ``backend`` (the first listed when None); BadInputError naming those present."""
+        for a in self.artifacts:
+            if backend is None or a.backend is backend:
+                return a
+        have = ", ".join(a.backend.value for a in self.artifacts) or "none"
+        raise BadInputError(
+            f"{self.path} has no {backend.value if backend else ''} artifact (it has: {have}); "
+            "pick one of those with --backend or export it with --backend"
+        )
+
+    def verified(self, relative: str) -> Path:
+        """The path of a file the manifest lists, after checking its sha256 (exit 2 when changed or missing)."""
+        listed = {f["path"]: f for f in self.manifest.get("files", [])}
+        path = self.path / relative
+        if relative not in listed:
+            raise BadInputError(f"{MANIFEST} in {self.path} does not list {relative}; export the folder again")
+        if not path.is_file():
+            raise ArtifactLoadError(f"{path} is missing; the export in {self.path} is incomplete, export it again")
+        if sha256_file(path) != listed[relative]["sha256"]:
+            raise ArtifactLoadError(
+                f"{path}'s sha256 is not the one {MANIFEST} records (changed or corrupted after export); "
+                "restore the file or export again"
+            )
+        return path
+
+    def artifact_path(self, artifact: ArtifactEntry) -> Path:
+        """The artifact's main file, every file of it checked against the manifest and its format."""
+        info = backends.get_info(artifact.backend)
+        main = self.verified(artifact.file)
+        for extra in info.data_files:
+            if (self.path / extra).exists() or extra in {f["path"] for f in self.manifest.get("files", [])}:
+                self.verified(extra)
+        backends.open_artifact(main)
+        return main
+
+    @property
+    def max_length(self) -> int:
+        """The longest input the export takes (tokenizer_settings.json)."""
+        return int(self.settings.get("max_length", 512))
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        """The export's tokenizer (``tokenizer/tokenizer.json``, the pipeline transformers ran), checksums
+        checked; loaded once for every artifact of the folder."""
+        from tokenizers import Tokenizer
+        from transformers import PreTrainedTokenizerFast
+
+        name = self.settings.get("files", {}).get("tokenizer", "tokenizer.json")
+        self.verified(f"{TOKENIZER_DIR}/tokenizer_settings.json")
+        path = self.verified(f"{TOKENIZER_DIR}/{name}")
+        try:
+            backend = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises its own Exception type for a bad file
+            raise ArtifactLoadError(f"{path} does not load as a tokenizer ({exc}); export the folder again") from None
+        special = {f"{role}_token": v["token"] for role, v in self.settings.get("special_tokens", {}).items()}
+        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=self.max_length, **special)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInputError(f"{path} is not readable JSON ({type(exc).__name__}); {what}") from None
+
+
+def open_export(folder: str | Path) -> ExportFolder:
+    """Open the folder ``mobile-export export --out`` wrote; BadInputError (exit 2) if it is not one."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise BadInputError(f"{path} is not a folder; pass the --out folder of mobile-export export")
+    if not (path / MANIFEST).is_file():
+        raise BadInputError(
+            f"{path} is not an export folder (no {MANIFEST}); pass the --out folder of mobile-export export"
+        )
+    again = "export the folder again"
+    manifest = _read_json(path / MANIFEST, again)
+    if not isinstance(manifest, dict) or "task" not in manifest or "artifacts" not in manifest:
+        raise BadInputError(f"{path / MANIFEST} is not a mobile-export manifest (no task or artifacts); {again}")
+    from ..model.heads import HeadSpec, head_task
+
+    task = head_task(get_task(str(manifest["task"])), HeadSpec.from_manifest(manifest.get("head")))
+    artifacts = []
+    for entry in manifest["artifacts"]:
+        try:
+            backend = Backend(entry["backend"])
+        except (KeyError, ValueError):
+            continue  # a format this version does not know: listed, not usable here
+        artifacts.append(ArtifactEntry(str(entry["file"]), backend, str(entry.get("quant", "")), dict(entry)))
+    if not artifacts:
+        raise BadInputError(f"{path / MANIFEST} lists no artifact this version can run; {again}")
+    labels: tuple[str, ...] = ()
+    function = "softmax"
+    if task.has_labels:
+        info = _read_json(path / LABELS, again) if (path / LABELS).is_file() else {}
+        labels = tuple(str(x) for x in info.get("labels", []))
+        function = str(info.get("scores") or ("sigmoid" if len(labels) == 1 else "softmax"))
+    settings_path = path / TOKENIZER_DIR / "tokenizer_settings.json"
+    if not settings_path.is_file():
+        raise BadInputError(f"{path} has no {TOKENIZER_DIR}/tokenizer_settings.json; {again}")
+    settings = _read_json(settings_path, again)
+    return ExportFolder(path, manifest, task, tuple(artifacts), labels, function, settings)

@@ -1,0 +1,137 @@
+"""The package's layout: subpackages by concept, imports only downward, no import cycle.
+
+The order is derived from the imports themselves (every ``import`` and ``from ... import`` in every
+module, including those inside functions and under ``TYPE_CHECKING``), then compared with the order the
+README's "Where things are" lists the subpackages in, bottom first.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "mobile_export"
+FACADE = {"mobile_export", "mobile_export.__main__"}  # the public names and the console entry: above all
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports (a name imported from a package counts as its submodule)."""
+    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            submodules = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in known]
+            targets.update(submodules if len(submodules) == len(node.names) else [module, *submodules])
+    edges = set()
+    for target in targets:
+        while target not in known and "." in target:
+            target = target.rsplit(".", 1)[0]
+        if target in known and target != name:
+            edges.add(target)
+    return edges
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def _unit(module: str) -> str:
+    """The subpackage a module belongs to (``core``, ``backends``, ...)."""
+    return module.split(".")[1]
+
+
+def _readme_order() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)/` \|", section, flags=re.M)
+
+
+def test_no_module_imports_in_a_cycle():
+    """Module level: the import graph (inside functions too) is a DAG."""
+    try:
+        order = list(TopologicalSorter(_graph()).static_order())
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+    assert len(order) == len(_modules())
+
+
+def test_every_module_lives_in_a_subpackage():
+    """Nothing but the public names and the console entry sits at the top of ``mobile_export/``."""
+    loose = sorted(m for m, path in _modules().items()
+                   if m.count(".") == 1 and m not in FACADE and path.name != "__init__.py")
+    assert loose == [], f"modules outside a subpackage: {loose}"
+
+
+def test_subpackages_import_only_downward_in_the_readme_order():
+    """Package level: no cycle, and every import goes to a package listed below it in the README."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        if module in FACADE:
+            assert not any(_unit(t) == module for t in targets)
+            continue
+        for target in targets:
+            assert target not in FACADE, f"{module} imports the package's public facade {target}; import the module"
+            if _unit(target) != _unit(module):
+                packages.setdefault(_unit(module), set()).add(_unit(target))
+        packages.setdefault(_unit(module), set())
+    try:
+        derived = list(TopologicalSorter(packages).static_order())
+    except CycleError as exc:
+        pytest.fail(f"subpackage cycle: {' -> '.join(exc.args[1])}")
+    declared = _readme_order()
+    assert sorted(declared) == sorted(derived), "README's 'Where things are' must list every subpackage once"
+    rank = {name: i for i, name in enumerate(declared)}
+    upward = sorted(f"{a} -> {b}" for a, deps in packages.items() for b in deps if rank[b] > rank[a])
+    assert upward == [], f"imports that run upward against the README's order: {upward}"
+
+
+def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path, monkeypatch):
+    """The checks above fail on a planted cycle and on a planted upward import."""
+    fake = tmp_path / "mobile_export"
+    for rel, text in {
+        "__init__.py": "",
+        "core/__init__.py": "",
+        "core/a.py": "from . import b\n",
+        "core/b.py": "def f():\n    from .a import x\n",
+        "model/__init__.py": "",
+        "model/m.py": "from ..core.a import y\n",
+    }.items():
+        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
+        (fake / rel).write_text(text)
+    (tmp_path / "README.md").write_text("## Where things are\n\n| `model/` | m |\n| `core/` | c |\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path, raising=False)
+    globals()["ROOT"], globals()["PACKAGE"] = tmp_path, fake
+    try:
+        with pytest.raises(pytest.fail.Exception, match="import cycle"):
+            test_no_module_imports_in_a_cycle()
+        (fake / "core/b.py").write_text("x = 1\n")
+        test_no_module_imports_in_a_cycle()
+        with pytest.raises(AssertionError, match="upward"):
+            test_subpackages_import_only_downward_in_the_readme_order()
+        (tmp_path / "README.md").write_text("## Where things are\n\n| `core/` | c |\n| `model/` | m |\n")
+        test_subpackages_import_only_downward_in_the_readme_order()
+    finally:
+        globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
