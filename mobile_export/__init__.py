@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     )
     from .exporter.check import parity_check
     from .exporter.pipeline import ExportResult, export
-    from .measure.report import size_report
     from .model.loading import LoadedModel, load_checkpoint
     from .parity.artifact import ArtifactResult
+    from .reports.size import size_report
     from .run.predictor import Predictor, load
     from .run.results import Answer, Classification, Embedding, Entity, Fill, MaskFills
 
@@ -46,7 +46,7 @@ _HOMES = {
     "ExportResult": "exporter.pipeline",
     "parity_check": "exporter.check",
     "ArtifactResult": "parity.artifact",
-    "size_report": "measure.report",
+    "size_report": "reports.size",
     "write_tokenizer": "assets.tokenizer",
     "load": "run.predictor",
     "Predictor": "run.predictor",

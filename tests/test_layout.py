@@ -135,3 +135,19 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path, monkeypatch
         test_subpackages_import_only_downward_in_the_readme_order()
     finally:
         globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
+
+
+def test_every_public_name_says_what_it_is():
+    """``mobile_export.__all__``: each name imports and has its own docstring (not one inherited)."""
+    import mobile_export
+
+    missing = []
+    for name in mobile_export.__all__:
+        obj = getattr(mobile_export, name)
+        doc = obj.__doc__
+        inherited = isinstance(obj, type) and any(doc == base.__doc__ for base in obj.__mro__[1:])
+        if not doc or not doc.strip() or inherited:
+            missing.append(name)
+    assert missing == []
+    assert {"export", "parity_check", "size_report", "write_tokenizer", "load", "Predictor", "LoadedModel",
+            "Classification", "MobileExportError", "ExitCode"} <= set(mobile_export.__all__)

@@ -127,7 +127,7 @@ def test_streamed_check_gives_the_in_memory_numbers_on_the_demo(demo_onnx):
 
 
 def read(path, loaded):
-    from mobile_export.assets.tokenizer import labels
+    from mobile_export.assets.labels import labels
     from mobile_export.parity.data import read_parity_file
 
     return read_parity_file(path, labels(loaded.config))

@@ -18,16 +18,13 @@ take one at all). ``core.text.sanitize`` is that rule; Python parity and the Jav
 
 from __future__ import annotations
 
-from typing import Any
-
 import copy
 import functools
 import json
+from typing import Any
 
 from ..core.errors import UnsupportedError
 
-CHAR_TABLE = "char_table.json"
-TOKENIZER_JSON = "tokenizer.json"
 TABLE_SCHEMA = 1
 
 _MAX_CP = 0x110000

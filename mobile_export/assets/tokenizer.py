@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
+from ..core.files import CHAR_TABLE, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import write_json
 
-TOKENIZER_SETTINGS = "tokenizer_settings.json"
 SETTINGS_SCHEMA = 1
 
 
@@ -83,7 +83,7 @@ def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: 
     checkpoint has it, and for the Java tokenizer ``tokenizer.json`` (the backend pipeline transformers
     runs) and ``char_table.json`` (its Unicode behaviour, probed; see :mod:`mobile_export.assets.ondevice`).
     """
-    from .ondevice import CHAR_TABLE, TOKENIZER_JSON, on_device_spec
+    from .ondevice import on_device_spec
 
     dest.mkdir(parents=True, exist_ok=True)
     settings = tokenizer_settings(tokenizer, kind, max_length)
@@ -95,28 +95,6 @@ def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: 
     write_json(dest / CHAR_TABLE, table, compact=True)
     write_json(dest / TOKENIZER_SETTINGS, settings)
     return [vocab, TOKENIZER_JSON, CHAR_TABLE, TOKENIZER_SETTINGS]
-
-
-def labels(config) -> list[str]:
-    """Labels by class index, from ``config.id2label``."""
-    id2label = getattr(config, "id2label", None) or {}
-    return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
-
-
-def score_function(config) -> str:
-    """How a classifier's logits become scores, as transformers' pipeline decides: sigmoid for one label
-    or multi-label models, none for regression, softmax otherwise."""
-    problem = getattr(config, "problem_type", None)
-    if problem == "regression":
-        return "none"
-    if problem == "multi_label_classification" or int(getattr(config, "num_labels", 2)) == 1:
-        return "sigmoid"
-    return "softmax"
-
-
-def labels_file(config) -> dict:
-    """labels.json: the labels by class index and the function from logits to scores."""
-    return {"labels": labels(config), "scores": score_function(config)}
 
 
 def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:

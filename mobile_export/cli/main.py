@@ -8,9 +8,9 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from .parser import build_parser
 from ..core.errors import ExitCode, MobileExportError, first_line
 from ..core.interrupts import latched_interrupts
+from .parser import build_parser
 
 
 def _thresholds(args, quant):
@@ -27,9 +27,9 @@ def _thresholds(args, quant):
 
 
 def _cmd_parity(args) -> int:
-    from ..exporter.check import parity_check
     from ..core.config import ParityOptions, Quant
     from ..core.progress import Progress, Silent
+    from ..exporter.check import parity_check
     from ..reports import summary
 
     quant = Quant(args.quant) if args.quant else None
@@ -58,8 +58,8 @@ def _cmd_parity(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from ..measure.bench import bench, table
     from ..core.errors import BadInputError
+    from ..measure.bench import bench, table
 
     try:
         seqs = [int(x) for x in args.seq_lens.split(",") if x.strip()]
@@ -86,9 +86,9 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from ..exporter.pipeline import export
     from ..core.config import Backend, ExportOptions, Quant
     from ..core.progress import Progress, Silent
+    from ..exporter.pipeline import export
     from ..reports import summary
 
     backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
@@ -128,9 +128,9 @@ def _cmd_tokenizer(args) -> int:
 def _cmd_size(args) -> int:
     import json
 
-    from ..measure.report import size_report
     from ..core.config import Quant
     from ..measure.size import format_entry
+    from ..reports.size import size_report
 
     entries = size_report(
         args.artifacts,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.config import DEFAULT_ARM64_CPUS, DEFAULT_TOP_K
 from ..core.errors import ExitCode
 
 EXIT_CODES_HELP = """exit codes:
@@ -150,8 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pa.add_argument(
         "--cpus",
-        default="cortex-a53,cortex-a76,cortex-a710",
-        help="with --isa arm64: qemu CPU models (default cortex-a53,cortex-a76,cortex-a710: no dotprod, "
+        default=",".join(DEFAULT_ARM64_CPUS),
+        help=f"with --isa arm64: qemu CPU models (default {','.join(DEFAULT_ARM64_CPUS)}: no dotprod, "
         "dotprod, SVE2+i8mm)",
     )
     pa.add_argument(
@@ -225,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument(
         "--context", help="question-answering: the context for every question (else question<TAB>context lines)"
     )
-    rn.add_argument("--top-k", type=int, default=5, help="fill-mask: candidates per [MASK] (default 5)")
+    rn.add_argument(
+        "--top-k", type=int, default=DEFAULT_TOP_K, help=f"fill-mask: candidates per [MASK] (default {DEFAULT_TOP_K})"
+    )
     rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
     rn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 

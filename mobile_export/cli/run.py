@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from ..core.config import Backend
+from ..core.config import DEFAULT_TOP_K, Backend
 from ..core.errors import BadInputError
 from ..run.folder import open_export
 from ..run.predictor import Predictor
@@ -44,7 +44,7 @@ def run(
     backend: str | None = None,
     as_json: bool = False,
     context: str | None = None,
-    top_k: int = 5,
+    top_k: int = DEFAULT_TOP_K,
     threads: int | None = None,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,

@@ -33,6 +33,31 @@ class Quant(str, Enum):
         return self.value
 
 
+# fill-mask: candidates per [MASK] (the --head topk default, Predictor.fill_mask, `run --top-k`).
+DEFAULT_TOP_K = 5
+
+# Parity batches: texts per batch a runtime (or a Ray worker) is handed, and the most texts in one padded
+# fp32 reference batch (within its token and value limits, parity.checker).
+PARITY_BATCH_TEXTS = 64
+REFERENCE_BATCH_TEXTS = 32
+
+# --isa arm64: the phone CPU generations checked by default (no dotprod: older and low-end phones;
+# dotprod; SVE2 + i8mm + bf16: current) and every qemu CPU model accepted.
+DEFAULT_ARM64_CPUS = ("cortex-a53", "cortex-a76", "cortex-a710")
+ARM64_CPUS = (
+    "cortex-a53",
+    "cortex-a55",
+    "cortex-a57",
+    "cortex-a72",
+    "cortex-a76",
+    "cortex-a710",
+    "neoverse-n1",
+    "neoverse-n2",
+    "neoverse-v1",
+    "a64fx",
+    "max",
+)
+
 # A length bucket of the parity text is gated on its own when it has at least this many examples.
 MIN_BUCKET_EXAMPLES = 3
 INT4_MIN_SQNR_DB = 15.0
@@ -271,7 +296,7 @@ class ParityOptions:
     ray: str | None = None
     ray_workers: int | None = None
     isa: str | None = None
-    cpus: tuple[str, ...] = ("cortex-a53", "cortex-a76", "cortex-a710")
+    cpus: tuple[str, ...] = DEFAULT_ARM64_CPUS
     head: str | None = None  # as ExportOptions; None: what a manifest.json beside the first artifact records
     pooling: str | None = None
     normalize: bool = False

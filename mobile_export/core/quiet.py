@@ -6,7 +6,6 @@ import logging
 import os
 import warnings
 
-
 _LIBRARIES = (
     "torch",
     "torchao",

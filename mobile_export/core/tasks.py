@@ -8,8 +8,8 @@ exporter and the parity checker need to know about the outputs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 from enum import Enum
+from typing import Any
 
 from .errors import UnsupportedError
 

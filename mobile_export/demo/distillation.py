@@ -6,7 +6,6 @@ import random
 
 from .steps import encode
 
-
 MASK_CHAR = "\ue000"  # a masked character in augmented text: [MASK] for the student, an unknown char for the teacher
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from .tiny import SPECIALS_WORDPIECE as SPECIALS
 from .steps import batches, schedule, update
+from .tiny import SPECIALS_WORDPIECE as SPECIALS
 
 
 def save_encoder(module, path: str) -> None:

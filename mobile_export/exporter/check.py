@@ -4,26 +4,26 @@ judged (``parity``)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 
-
 from .. import backends
-from ..assets.tokenizer import labels
+from ..assets.labels import labels
 from ..backends.base import ArtifactStats
-from ..parity.checker import ArtifactCheck, Checker, ParitySource, Tally, run_local
-from ..core.config import ParityOptions, Thresholds, resolve_max_len
-from ..parity.data import read_parity_file
+from ..core.config import ARM64_CPUS, ParityOptions, Thresholds, resolve_max_len
 from ..core.errors import BadInputError, MobileExportError, ParityError
 from ..core.figures import latency_summary
-from ..model.heads import HeadSpec, parse_head, with_head
+from ..core.files import REPORT_JSON, REPORT_MD
 from ..core.fsutil import sha256_file, write_json
-from ..model.loading import LoadedModel, load_checkpoint
 from ..core.progress import Progress, Silent
+from ..model.heads import HeadSpec, parse_head, with_head
+from ..model.loading import LoadedModel, load_checkpoint
+from ..parity.artifact import ArtifactResult
+from ..parity.checker import ArtifactCheck, Checker, ParitySource, Tally, run_local
+from ..parity.data import read_parity_file
 from ..reports import write_reports
 from ..reports.assembly import build_report
-from ..parity.artifact import ArtifactResult
+from ..run.folder import recorded_head
 
 
 def check_artifacts(
@@ -105,12 +105,7 @@ def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
     manifest.json beside the first artifact records (when it fits the checkpoint's task)."""
     if options.head or options.pooling or options.normalize:
         return parse_head(task, options.head, options.pooling, options.normalize)
-    manifest = paths[0].parent / "manifest.json"
-    try:
-        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("head") if manifest.is_file() else None
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    spec = HeadSpec.from_manifest(recorded if isinstance(recorded, dict) else None)
+    spec = HeadSpec.from_manifest(recorded_head(paths[0].parent))
     fits = {"topk": "fill-mask", "pool": "feature-extraction"}.get(spec.kind, task) == task
     return spec if fits else HeadSpec()
 
@@ -198,11 +193,11 @@ def parity_check(
     ).to_json()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "report.json", report)
+        write_json(out / REPORT_JSON, report)
         write_reports(report, out)
     if not report["passed"]:
         failed = "; ".join(f"{r.file}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed)
-        where = f"; details in {out / 'report.md'}" if out is not None else ""
+        where = f"; details in {out / REPORT_MD}" if out is not None else ""
         raise ParityError(f"parity check failed ({failed}){where}")
     return report
 
@@ -258,22 +253,11 @@ def arm64_env(options: ParityOptions):
         raise BadInputError(f"--isa {options.isa}: supported are host and arm64")
     if options.ray:
         raise BadInputError("--isa arm64 runs on this machine; drop --ray")
-    known = (
-        "cortex-a53",
-        "cortex-a55",
-        "cortex-a57",
-        "cortex-a72",
-        "cortex-a76",
-        "cortex-a710",
-        "neoverse-n1",
-        "neoverse-n2",
-        "neoverse-v1",
-        "a64fx",
-        "max",
-    )
-    unknown = [c for c in options.cpus if c not in known]
+    unknown = [c for c in options.cpus if c not in ARM64_CPUS]
     if unknown or not options.cpus:
-        raise BadInputError(f"--cpus {','.join(unknown) or '(none)'}: pass qemu CPU models, e.g. {','.join(known[:6])}")
+        raise BadInputError(
+            f"--cpus {','.join(unknown) or '(none)'}: pass qemu CPU models, e.g. {','.join(ARM64_CPUS[:6])}"
+        )
     from ..parity.arm64.env import locate
 
     return locate(options.arm64_env)

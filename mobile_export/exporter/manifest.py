@@ -10,9 +10,9 @@ from .. import backends
 from ..core.fsutil import sha256_file
 
 if TYPE_CHECKING:
-    from ..parity.checker import Tally
     from ..model.loading import LoadedModel
     from ..parity.artifact import ArtifactResult
+    from ..parity.checker import Tally
 
 MANIFEST_SCHEMA = 2
 

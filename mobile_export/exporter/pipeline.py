@@ -13,36 +13,40 @@ from typing import Any
 import torch
 
 from .. import backends
-from ..core import interrupts
-from ..assets.tokenizer import labels, labels_file, write_tokenizer_assets
-from ..model.heads import parse_head, with_head
+from ..assets.labels import labels, labels_file
+from ..assets.tokenizer import write_tokenizer_assets
 from ..backends.base import ArtifactStats, ExportStats
-from ..measure.budgets import resolve_budget
-from ..parity.checker import ArtifactCheck, ParitySource
+from ..core import interrupts
 from ..core.config import Backend, ExportOptions, Quant, int4_group_size_for, resolve_max_len
-from ..parity.data import read_parity_file
 from ..core.errors import ArtifactLoadError, BudgetError, ExportFailedError, MobileExportError, ParityError, first_line
+from ..core.files import FAILED_REPORT, LABELS, MANIFEST, REPORT_HTML, REPORT_JSON, REPORT_MD, TOKENIZER_DIR
 from ..core.fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, write_json
-from ..model.loading import LoadedModel, load_checkpoint
-from .manifest import build_manifest
 from ..core.progress import Progress, Silent
-from ..model.reference import ExportWrapper, example_inputs
-from ..reports import write_reports
-from ..model.summary import model_summary
-from ..reports.assembly import build_report
-from ..parity.artifact import ArtifactResult
-from .check import check_artifacts
-from ..measure.report import size_entry
+from ..core.signature import INPUT_NAMES
 from ..core.tasks import get_task
+from ..measure.budgets import Budget, resolve_budget
+from ..measure.size import SizeEntry
+from ..model.heads import parse_head, with_head
+from ..model.loading import LoadedModel, load_checkpoint
+from ..model.reference import ExportWrapper, example_inputs
+from ..model.summary import model_summary
+from ..parity.artifact import ArtifactResult
+from ..parity.checker import ArtifactCheck, ParitySource, Tally
+from ..parity.data import ParityData, read_parity_file
+from ..reports import write_reports
+from ..reports.assembly import build_report
+from ..reports.size import size_entry
+from .check import check_artifacts
+from .manifest import build_manifest
 
 # Every name an export may write: with --overwrite, the ones this export does not write are removed.
 OUTPUT_NAMES = tuple(n for info in backends.BACKENDS.values() for n in info.output_names) + (
-    "tokenizer",
-    "labels.json",
-    "report.json",
-    "report.md",
-    "report.html",
-    "manifest.json",
+    TOKENIZER_DIR,
+    LABELS,
+    REPORT_JSON,
+    REPORT_MD,
+    REPORT_HTML,
+    MANIFEST,
 )
 
 
@@ -70,7 +74,7 @@ def dynamic_shapes(backend: Backend, max_len: int) -> tuple[tuple[int, int], dic
     else:
         dims = {1: seq}
         shape = (1, min(8, max_len))
-    return shape, {"input_ids": dims, "attention_mask": dims, "token_type_ids": dims}
+    return shape, {name: dims for name in INPUT_NAMES}
 
 
 def export(
@@ -98,20 +102,8 @@ def export(
     options = options or ExportOptions()
     progress = progress or Silent()
     out = Path(out)
-    for b in options.backends:  # capabilities first: before loading a 50 MB checkpoint
-        backends.check_supported(b, options.quant)
-    if options.task:
-        get_task(options.task)
-    budget = resolve_budget(options.budget) if options.budget else None
-    prepare_destination(out, options.overwrite)
-
-    with progress.step("loading checkpoint"):
-        loaded = load_checkpoint(source, options.task)
-        loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
-    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
-    for note in loaded.notes:
-        progress.say(f"note: {note}")
-    max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    budget = _check_request(options, out)
+    loaded, data, max_len = _load(source, options, progress)
     staging = make_staging(out)
     try:
         wrapper, replaced = export_module(loaded, options)
@@ -119,66 +111,17 @@ def export(
             export_one(backend, wrapper, options, loaded, max_len, staging, progress) for backend in options.backends
         ]
         del wrapper
-        checks = [
-            ArtifactCheck(path.name, backend, path, options.quant, options.thresholds_for(loaded.task.kind.value))
-            for backend, path, _, _ in exported
-        ]
-        try:
-            results, run, parity_data = check_artifacts(
-                loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks, max_len, progress
-            )
-        except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
-            raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
-        for r, (_, _, stats, seconds) in zip(results, exported):
-            r.stats = ArtifactStats(**stats, **r.stats)
-            r.export_seconds = round(seconds, 2)
+        results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
-        with progress.step("tokenizer assets"):
-            written += ["tokenizer"]
-            write_tokenizer_assets(
-                loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / "tokenizer", max_len
-            )
-        if loaded.task.has_labels:
-            write_json(staging / "labels.json", labels_file(loaded.config))
-            written.append("labels.json")
-        summary = model_summary(loaded)
-        with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
-            try:
-                sizes = [
-                    size_entry(
-                        staging / r.file,
-                        summary,
-                        options.quant,
-                        bool(replaced),
-                        max_len,
-                        budget,
-                        options.measure_memory,
-                    )
-                    for r in results
-                ]
-            except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
-                raise ExportFailedError(str(exc)) from exc
+        written += _write_assets(loaded, staging, max_len, progress)
+        sizes = _sizes(results, loaded, options, staging, bool(replaced), max_len, budget, progress)
         report_record = build_report(
             "mobile-export",
             loaded,
             run,
             parity_data,
             results,
-            {
-                "backends": [b.value for b in options.backends],
-                "quant": options.quant.value,
-                "task": loaded.task.name,
-                "max_seq_len": max_len,
-                "int8_embeddings": replaced,
-                **(
-                    {
-                        "int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
-                        "int4_kernel": options.int4_kernel,
-                    }
-                    if options.quant is Quant.INT4
-                    else {}
-                ),
-            },
+            _options_record(options, loaded, max_len, replaced),
             [{"size": e} for e in sizes],
         )
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
@@ -187,41 +130,9 @@ def export(
         report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
         report = report_record.to_json()
         result = ExportResult(out=out, report=report, artifacts=results)
-        if result.passed and over and budget is not None:
-            write_json(out / "report.failed.json", report)
-            what = "compressed size" if budget.compressed else "size"
-            detail = "; ".join(
-                f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, "
-                f"{e['budgets'][0]['over_bytes']:,} B over"
-                for e in over
-            )
-            raise BudgetError(
-                f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); nothing was written"
-            )
-        if not result.passed:
-            write_json(out / "report.failed.json", report)
-            failed = "; ".join(
-                f"{r.backend.value}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed
-            )
-            raise ParityError(
-                f"parity check failed ({failed}); no artifact was written, details in {out / 'report.failed.json'}"
-            )
-        write_json(staging / "report.json", report)
-        written.append("report.json")
-        with progress.step("human reports (report.md, report.html)"):
-            written += write_reports(report, staging)
-        manifest = build_manifest(staging, written, loaded, run, results)
-        write_json(staging / "manifest.json", manifest)
-        written.append("manifest.json")
-        if options.overwrite:
-            for stale in OUTPUT_NAMES:
-                if stale not in written and (out / stale).is_file():
-                    (out / stale).unlink()
-        failed_report = out / "report.failed.json"
-        if failed_report.exists():
-            failed_report.unlink()
-        publish(staging, out, written)
-        progress.say(f"wrote {', '.join(written)} to {out}")
+        _refuse_failures(result, over, budget)
+        written += _write_reports(report, staging, loaded, run, results, written, progress)
+        _publish(staging, out, written, options.overwrite, progress)
         return result
     except OSError as exc:
         disk = disk_error(exc, out)
@@ -230,6 +141,160 @@ def export(
         raise disk from exc
     finally:
         remove_staging(staging)
+
+
+def _check_request(options: ExportOptions, out: Path) -> Budget | None:
+    """Refuse what cannot work before loading a 50 MB checkpoint: capabilities, task, budget, destination."""
+    for b in options.backends:
+        backends.check_supported(b, options.quant)
+    if options.task:
+        get_task(options.task)
+    budget = resolve_budget(options.budget) if options.budget else None
+    prepare_destination(out, options.overwrite)
+    return budget
+
+
+def _load(
+    source: str | os.PathLike, options: ExportOptions, progress: Progress
+) -> tuple[LoadedModel, ParityData | None, int]:
+    """The checkpoint with its head, the user's parity data (if any) and the export's max length."""
+    with progress.step("loading checkpoint"):
+        loaded = load_checkpoint(source, options.task)
+        loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
+    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+    for note in loaded.notes:
+        progress.say(f"note: {note}")
+    return loaded, data, resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+
+
+def _check_exported(
+    exported: list[tuple[Backend, Path, ExportStats, float]],
+    loaded: LoadedModel,
+    options: ExportOptions,
+    data: ParityData | None,
+    max_len: int,
+    progress: Progress,
+) -> tuple[list[ArtifactResult], Tally, dict]:
+    """Each fresh artifact in its real runtime against the fp32 reference, with its export facts attached."""
+    checks = [
+        ArtifactCheck(path.name, backend, path, options.quant, options.thresholds_for(loaded.task.kind.value))
+        for backend, path, _, _ in exported
+    ]
+    try:
+        results, run, parity_data = check_artifacts(
+            loaded, ParitySource.build(loaded.tokenizer, data, max_len), checks, max_len, progress
+        )
+    except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
+        raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
+    for r, (_, _, stats, seconds) in zip(results, exported):
+        r.stats = ArtifactStats(**stats, **r.stats)
+        r.export_seconds = round(seconds, 2)
+    return results, run, parity_data
+
+
+def _write_assets(loaded: LoadedModel, staging: Path, max_len: int, progress: Progress) -> list[str]:
+    """The tokenizer assets and (for a classifier) labels.json an app needs; returns the names written."""
+    with progress.step("tokenizer assets"):
+        write_tokenizer_assets(loaded.tokenizer, loaded.tokenizer_kind, loaded.folder, staging / TOKENIZER_DIR, max_len)
+    written = [TOKENIZER_DIR]
+    if loaded.task.has_labels:
+        write_json(staging / LABELS, labels_file(loaded.config))
+        written.append(LABELS)
+    return written
+
+
+def _sizes(
+    results: list[ArtifactResult],
+    loaded: LoadedModel,
+    options: ExportOptions,
+    staging: Path,
+    int8_embeddings: bool,
+    max_len: int,
+    budget: Budget | None,
+    progress: Progress,
+) -> list[SizeEntry]:
+    """Each artifact's size section: bytes by part, sharing, memory (unless turned off), budget verdict."""
+    summary = model_summary(loaded)
+    with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
+        try:
+            return [
+                size_entry(
+                    staging / r.file, summary, options.quant, int8_embeddings, max_len, budget, options.measure_memory
+                )
+                for r in results
+            ]
+        except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
+            raise ExportFailedError(str(exc)) from exc
+
+
+def _options_record(options: ExportOptions, loaded: LoadedModel, max_len: int, replaced: list[str]) -> dict:
+    """The options report.json records."""
+    int4 = (
+        {
+            "int4_group_size": int4_group_size_for(int(loaded.config.hidden_size), options.int4_group_size),
+            "int4_kernel": options.int4_kernel,
+        }
+        if options.quant is Quant.INT4
+        else {}
+    )
+    return {
+        "backends": [b.value for b in options.backends],
+        "quant": options.quant.value,
+        "task": loaded.task.name,
+        "max_seq_len": max_len,
+        "int8_embeddings": replaced,
+        **int4,
+    }
+
+
+def _refuse_failures(result: ExportResult, over: list[SizeEntry], budget: Budget | None) -> None:
+    """Over budget or failed parity: report.failed.json beside the destination, nothing else written."""
+    out, report = result.out, result.report
+    if result.passed and over and budget is not None:
+        write_json(out / FAILED_REPORT, report)
+        what = "compressed size" if budget.compressed else "size"
+        detail = "; ".join(
+            f"{e['file']} {what} is {e['budgets'][0]['measured_bytes']:,} B, {e['budgets'][0]['over_bytes']:,} B over"
+            for e in over
+        )
+        raise BudgetError(f"over the size budget of {budget.bytes:,} B ({budget.name}; {detail}); nothing was written")
+    if not result.passed:
+        write_json(out / FAILED_REPORT, report)
+        failed = "; ".join(
+            f"{r.backend.value}: {', '.join(r.parity.failures)}" for r in result.artifacts if not r.parity.passed
+        )
+        raise ParityError(f"parity check failed ({failed}); no artifact was written, details in {out / FAILED_REPORT}")
+
+
+def _write_reports(
+    report: dict,
+    staging: Path,
+    loaded: LoadedModel,
+    run: Tally,
+    results: list[ArtifactResult],
+    written: list[str],
+    progress: Progress,
+) -> list[str]:
+    """report.json, report.md, report.html and (last, listing every file) manifest.json; returns their names."""
+    write_json(staging / REPORT_JSON, report)
+    names = [REPORT_JSON]
+    with progress.step(f"human reports ({REPORT_MD}, {REPORT_HTML})"):
+        names += write_reports(report, staging)
+    write_json(staging / MANIFEST, build_manifest(staging, [*written, *names], loaded, run, results))
+    return [*names, MANIFEST]
+
+
+def _publish(staging: Path, out: Path, written: list[str], overwrite: bool, progress: Progress) -> None:
+    """Move the staged files into ``out`` (an earlier export's files this one does not write removed)."""
+    if overwrite:
+        for stale in OUTPUT_NAMES:
+            if stale not in written and (out / stale).is_file():
+                (out / stale).unlink()
+    failed_report = out / FAILED_REPORT
+    if failed_report.exists():
+        failed_report.unlink()
+    publish(staging, out, written)
+    progress.say(f"wrote {', '.join(written)} to {out}")
 
 
 def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:

@@ -27,9 +27,9 @@ def _child(
     import torch
 
     from .. import backends
-    from .child import import_runtime
     from ..core.config import Backend
     from ..core.figures import latency_summary
+    from .child import import_runtime
     from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
 
     # torch is the runtime only for the eager reference; for artifacts it merely wraps arrays between

@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 
 

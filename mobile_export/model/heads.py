@@ -24,13 +24,12 @@ from typing import Any
 
 import torch
 
-from ..core.config import POOLINGS
+from ..core.config import DEFAULT_TOP_K, POOLINGS
 from ..core.errors import BadInputError
 from ..core.signature import INTEGER_OUTPUTS, MASK_SLOTS
 from ..core.tasks import OutputKind, TaskSpec
 
 REFERENCE_EXTRAS = ("slot_probs",)  # what the top-k head gives the fp32 reference beyond its outputs
-DEFAULT_TOP_K = 5
 
 
 @dataclass(frozen=True)

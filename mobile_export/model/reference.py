@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.text import sanitize
 from ..core.signature import INPUT_NAMES, MASK_SLOTS
 from ..core.tasks import OutputKind, TaskSpec
+from ..core.text import sanitize
 
 
 def additive_mask(keep: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.config import MIN_BUCKET_EXAMPLES, Thresholds
-from .plots import PlotSampler
 from ..core.tasks import OutputKind, TaskSpec
 from .metrics import (
     BUCKETS,
@@ -27,6 +26,7 @@ from .metrics import (
     sqnr_from_sums,
     top_margins,
 )
+from .plots import PlotSampler
 
 
 def _keep_max(current: float | None, value: float | None) -> float | None:

@@ -17,22 +17,21 @@ from pathlib import Path
 import numpy as np
 
 from .. import backends
-from ..core.config import Backend, Quant, Thresholds
-from .data import ParityData
+from ..core.config import PARITY_BATCH_TEXTS, REFERENCE_BATCH_TEXTS, Backend, Quant, Thresholds
 from ..core.errors import ArtifactLoadError, first_line
-from ..model.loading import LoadedModel
-from .plots import CrossRuntime, PlotSampler
 from ..core.progress import Progress
-from ..model.reference import Example, output_width, reference_batch, tokenize
 from ..core.tasks import OutputKind, TaskSpec
-from .texts import long_texts, parity_texts
+from ..model.loading import LoadedModel
+from ..model.reference import Example, output_width, reference_batch, tokenize
 from .accumulate import ParityAccumulator
+from .data import ParityData
+from .plots import CrossRuntime, PlotSampler
+from .texts import long_texts, parity_texts
 
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
 BATCH_VALUES = 8_000_000  # padded output values of one reference batch (32 MB)
 BATCH_TOKENS = 256  # padded tokens of one reference batch: more is slower on CPU (BENCHMARKS.md "Parity at scale")
-BATCH_TEXTS = 32
 GOLDEN = 3  # short examples with their ids and fp32 outputs, for on-device self-tests
 GOLDEN_MAX_VALUES = 4096
 PROGRESS_SECONDS = 10.0
@@ -186,7 +185,7 @@ class Checker:
         self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)
 
     def _emulated(self, check: ArtifactCheck, arm64):
-        from .arm64.emulator import Emulator, EmulatedRunner
+        from .arm64.emulator import EmulatedRunner, Emulator
 
         cpu = str(check.cpu)
         if cpu not in self.emulators:
@@ -224,7 +223,7 @@ class Checker:
         out: dict[int, list[np.ndarray]] = {}
         while order:
             n = 1
-            while n < min(len(order), BATCH_TEXTS):
+            while n < min(len(order), REFERENCE_BATCH_TEXTS):
                 longest = examples[order[n]].length
                 if (n + 1) * longest > BATCH_TOKENS or (n + 1) * self._values(longest) > BATCH_VALUES:
                     break
@@ -353,7 +352,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
-def run_local(checker: Checker, source: ParitySource, progress: Progress, batch_texts: int = 64) -> Tally:
+def run_local(
+    checker: Checker, source: ParitySource, progress: Progress, batch_texts: int = PARITY_BATCH_TEXTS
+) -> Tally:
     """Every text of ``source`` through ``checker`` in this process, with a rate line on long runs."""
     tally = checker.new_tally()
     line = RateLine(progress, len(source), checker.checks)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Tally
+from ..core.config import PARITY_BATCH_TEXTS
 from ..core.errors import BadInputError, MobileExportError, first_line
-from ..model.loading import LoadedModel
 from ..core.progress import Progress
+from ..model.loading import LoadedModel
+from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Tally
 
-BATCH_TEXTS = 64
 QUEUED_PER_WORKER = 2  # batches given to a worker ahead, so it never waits for the driver
 
 
@@ -106,10 +106,10 @@ def run_on_ray(
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(num_cpus=1)(_Worker)
         actors = [actor.remote(checkpoint, loaded.task.name, list(checks), max_len, loaded.task.head) for _ in range(n)]
-        progress.say(f"parity: {n} Ray workers at {address}, {BATCH_TEXTS} texts a batch")
+        progress.say(f"parity: {n} Ray workers at {address}, {PARITY_BATCH_TEXTS} texts a batch")
         tally = Tally.empty(loaded.task, checks)
         line = RateLine(progress, len(source), checks)
-        batches = enumerate(source.batches(BATCH_TEXTS))
+        batches = enumerate(source.batches(PARITY_BATCH_TEXTS))
         free = [a for a in actors for _ in range(QUEUED_PER_WORKER)]
         running: dict = {}
         done: dict[int, Tally] = {}

@@ -11,9 +11,9 @@ from ..core.config import DEFAULT_INT4_GROUP_SIZE
 from ..model.summary import model_summary
 
 if TYPE_CHECKING:
-    from ..parity.checker import Tally
     from ..model.loading import LoadedModel
     from ..parity.artifact import ArtifactResult
+    from ..parity.checker import Tally
 
 # The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
 REPORT_SCHEMA = 5

@@ -7,9 +7,11 @@ is the one place that knows its keys, so rendering reads attributes, not strings
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from ..backends.base import Coverage, coverage_from_dict
+from ..core.fsutil import sha256_file
 from ..measure.memory import MemoryFigures
 from ..parity.metrics import LengthBucket, Worst
 
@@ -157,6 +159,18 @@ class PlotSample:
             tuple(d.get("artifact") or ()),
             tuple((int(x), float(y)) for x, y in d.get("per_example") or ()),
         )
+
+
+def mismatch(folder: Path, file: str, sha256: str | None) -> str | None:
+    """None when report.json's entry (``file``, ``sha256``) describes the file beside it in ``folder``; else
+    what is there instead (``sha256`` None: the report has no entry for the file)."""
+    if sha256 is None:
+        return "no entry"
+    path = folder / Path(file).name
+    actual = sha256_file(path) if path.is_file() else None
+    if actual == sha256:
+        return None
+    return f"the file's {actual[:12]}..." if actual else "not a regular file"
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ import math
 from pathlib import Path
 
 from ..core.errors import BadInputError
-from .charts import plots
-from .records import ReportRecord
 from ..core.figures import mib
-from ..core.fsutil import sha256_file, write_bytes
+from ..core.files import REPORT_HTML, REPORT_JSON, REPORT_MD
+from ..core.fsutil import write_bytes
 from ..measure.size import GROUPS
+from .charts import plots
+from .records import ReportRecord, mismatch
 
 
 def _pct(v) -> str:
@@ -268,14 +269,14 @@ def html_report(report: dict) -> str:
 
 def write_reports(report: dict, dest: Path) -> list[str]:
     """Write report.md and report.html beside report.json; returns their names."""
-    write_bytes(dest / "report.md", markdown(report).encode("utf-8"))
-    write_bytes(dest / "report.html", html_report(report).encode("utf-8"))
-    return ["report.md", "report.html"]
+    write_bytes(dest / REPORT_MD, markdown(report).encode("utf-8"))
+    write_bytes(dest / REPORT_HTML, html_report(report).encode("utf-8"))
+    return [REPORT_MD, REPORT_HTML]
 
 
 def regenerate(folder: Path) -> list[str]:
     """``mobile-export report DIR``: rebuild the human reports from DIR/report.json."""
-    path = folder / "report.json"
+    path = folder / REPORT_JSON
     if not path.is_file():
         raise BadInputError(f"{path} does not exist; pass a folder written by `mobile-export export` or `parity`")
     try:
@@ -285,9 +286,8 @@ def regenerate(folder: Path) -> list[str]:
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
     for name, digest in files:  # the report must describe the artifacts beside it
         f = folder / Path(name).name
-        actual = sha256_file(f) if f.is_file() else None
-        if f.exists() and actual != digest:
-            found = f"the file's {actual[:12]}..." if actual else "not a regular file"
+        found = mismatch(folder, name, digest) if f.exists() else None
+        if found is not None:
             raise BadInputError(
                 f"{path} describes a different {f.name} (sha256 {digest[:12]}..., {found}); "
                 "re-run the export or parity command"

@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import backends
+from ..assets.labels import read_labels
 from ..core.config import Backend
 from ..core.errors import ArtifactLoadError, BadInputError
+from ..core.files import LABELS, MANIFEST, TOKENIZER_DIR, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import sha256_file
 from ..core.tasks import TaskSpec, get_task
-
-MANIFEST = "manifest.json"
-LABELS = "labels.json"
-TOKENIZER_DIR = "tokenizer"
 
 
 @dataclass(frozen=True)
@@ -89,8 +87,8 @@ class ExportFolder:
         from tokenizers import Tokenizer
         from transformers import PreTrainedTokenizerFast
 
-        name = self.settings.get("files", {}).get("tokenizer", "tokenizer.json")
-        self.verified(f"{TOKENIZER_DIR}/tokenizer_settings.json")
+        name = self.settings.get("files", {}).get("tokenizer", TOKENIZER_JSON)
+        self.verified(f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}")
         path = self.verified(f"{TOKENIZER_DIR}/{name}")
         try:
             backend = Tokenizer.from_file(str(path))
@@ -105,6 +103,16 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadInputError(f"{path} is not readable JSON ({type(exc).__name__}); {what}") from None
+
+
+def recorded_head(folder: Path) -> dict | None:
+    """The head the manifest.json in ``folder`` records; None without a readable manifest that records one."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    head = manifest.get("head") if isinstance(manifest, dict) else None
+    return head if isinstance(head, dict) else None
 
 
 def open_export(folder: str | Path) -> ExportFolder:
@@ -136,10 +144,9 @@ def open_export(folder: str | Path) -> ExportFolder:
     function = "softmax"
     if task.has_labels:
         info = _read_json(path / LABELS, again) if (path / LABELS).is_file() else {}
-        labels = tuple(str(x) for x in info.get("labels", []))
-        function = str(info.get("scores") or ("sigmoid" if len(labels) == 1 else "softmax"))
-    settings_path = path / TOKENIZER_DIR / "tokenizer_settings.json"
+        labels, function = read_labels(info)
+    settings_path = path / TOKENIZER_DIR / TOKENIZER_SETTINGS
     if not settings_path.is_file():
-        raise BadInputError(f"{path} has no {TOKENIZER_DIR}/tokenizer_settings.json; {again}")
+        raise BadInputError(f"{path} has no {TOKENIZER_DIR}/{TOKENIZER_SETTINGS}; {again}")
     settings = _read_json(settings_path, again)
     return ExportFolder(path, manifest, task, tuple(artifacts), labels, function, settings)

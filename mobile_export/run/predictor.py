@@ -13,15 +13,13 @@ from typing import overload
 import numpy as np
 
 from .. import backends
-from . import decoding
-from ..core.config import Backend
+from ..core.config import DEFAULT_TOP_K, Backend
 from ..core.errors import BadInputError
-from .folder import ArtifactEntry, ExportFolder, open_export
 from ..core.signature import INPUT_NAMES
-from .results import Answer, Classification, Embedding, Entity, MaskFills, Result
 from ..core.tasks import OutputKind
-
-DEFAULT_TOP_K = 5
+from . import decoding
+from .folder import ArtifactEntry, ExportFolder, open_export
+from .results import Answer, Classification, Embedding, Entity, MaskFills, Result
 
 
 class Predictor:

@@ -10,7 +10,6 @@ from ..base import DelegateCoverage
 from .convention import FORWARD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD
 from .serializer import decompile_flatbuffer, read_program
 
-
 # Operators an export may run outside the XNNPACK delegate: table lookups, shape queries and copies
 # that move or reshape data without arithmetic. Any other operator outside the delegate is compute
 # that falls back to ExecuTorch's portable kernels (slow, and unquantized in an int8 artifact).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import contextlib
 from pathlib import Path
 from typing import Any, cast
@@ -24,7 +23,6 @@ from .convention import (
 )
 from .layout import share_stored_bytes
 from .rewrites import xnnpack_friendly
-
 
 KEY_HEX_CHARS = 16
 

@@ -10,7 +10,6 @@ import torch
 
 from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_INPUTS_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 
-
 _NOISE = (b"[cpuinfo_utils.cpp:",)
 
 
@@ -53,9 +52,8 @@ class Runner:
             self._load(path, threads, verification, entry)
 
     def _load(self, path: Path, threads: int | None, verification: str, entry: str | None) -> None:
-        from executorch.runtime import Runtime, Verification
-
         import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
+        from executorch.runtime import Runtime, Verification
 
         if threads:
             from executorch.extension.pybindings import portable_lib

@@ -9,7 +9,6 @@ from ...core.signature import not_an_export
 from .convention import EMBED_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 from .serializer import extended_header, read_program
 
-
 PTE_IDENTIFIER = b"ET12"  # the flatbuffer file identifier of ExecuTorch programs, at byte 4
 
 

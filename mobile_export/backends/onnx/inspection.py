@@ -7,7 +7,6 @@ from pathlib import Path
 from ...core.config import Quant
 from ..base import MatmulCoverage
 
-
 INT4_OPS = ("MatMulNBits", "GatherBlockQuantized")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import os
 from pathlib import Path
 from typing import Any
@@ -10,8 +9,8 @@ from typing import Any
 import torch
 
 from ...core.config import DEFAULT_INT4_GROUP_SIZE, Quant
-from ..base import ExportStats
 from ...core.signature import INPUT_NAMES
+from ..base import ExportStats
 from .layout import externalize
 
 OPSET = 18

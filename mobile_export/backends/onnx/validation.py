@@ -8,7 +8,6 @@ from ...core.errors import ArtifactLoadError
 from ...core.signature import INPUT_NAMES, INTEGER_OUTPUTS, not_an_export
 from .layout import tensor_bytes
 
-
 KNOWN_DOMAINS = ("", "ai.onnx", "com.microsoft")  # ONNX and ONNX Runtime's own contrib ops
 
 

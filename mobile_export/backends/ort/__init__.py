@@ -8,7 +8,6 @@ result is then checked by parity in ONNX Runtime like any other artifact.
 
 from __future__ import annotations
 
-
 import os
 from pathlib import Path
 from typing import Any

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...core.errors import BadInputError
 from .emulator import Emulator
-from .env import ENV_VAR, PLATFORMS, RUNTIMES, SUITE, SUPPORT, MIN_QEMU, Arm64Env, default_dir, locate, wanted_versions
+from .env import ENV_VAR, MIN_QEMU, PLATFORMS, RUNTIMES, SUITE, SUPPORT, Arm64Env, default_dir, locate, wanted_versions
 from .stubs import build
 
 

@@ -6,14 +6,15 @@ import os
 from pathlib import Path
 
 from .. import backends
-from .budgets import Budget, budget_verdict, resolve_budget
+from ..backends import detect_quant
 from ..core.config import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
-from ..core.fsutil import sha256_file
-from .memory import measure as measure_memory
+from ..core.files import REPORT_JSON
+from ..measure.budgets import Budget, budget_verdict, resolve_budget
+from ..measure.memory import measure as measure_memory
+from ..measure.size import SizeEntry, breakdown
 from ..model.summary import config_summary
-from ..backends import detect_quant
-from .size import SizeEntry, breakdown
+from .records import mismatch
 
 
 def size_entry(
@@ -44,7 +45,7 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
         config = read_config_dict(resolve_folder(checkpoint))
         architecture = (config.get("architectures") or ["AlbertModel"])[0]
         return {"config": config_summary(config), "architecture": architecture}, None, True
-    report = path.parent / "report.json"
+    report = path.parent / REPORT_JSON
     if report.is_file():
         try:
             r = json.loads(report.read_text(encoding="utf-8"))
@@ -52,7 +53,7 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
             entry = next((a for a in r["artifacts"] if a.get("file") == path.name), None)
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadInputError(f"{report} is not a mobile-export report; pass --checkpoint instead") from None
-        if entry is None or entry.get("sha256") != sha256_file(path):
+        if mismatch(path.parent, path.name, entry.get("sha256") if entry else None) is not None:
             raise ArtifactLoadError(
                 f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
                 "from the file's): pass --checkpoint, or keep the export folder as written"
