@@ -36,8 +36,9 @@ train-demo: install
 		--mlm-load out/train-demo/encoder.safetensors --max-len 256 --lr 3e-4 --warmup 200 --epochs 5 \
 		--eval-every 150 --ema 0.998 --distill 0.7 --teacher-ngram 5 --teacher-c 8 --teacher-window --threads 1
 
+# Two workers (one per core; a file's tests stay on one worker, so its module fixtures are built once).
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # ruff (lint and format) and mypy on the library, configured in pyproject.toml; run by .ci/run.
 lint: install

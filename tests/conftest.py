@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import pickle
 import shutil
 import socket
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -26,6 +31,34 @@ def _guarded_connect(self, address):
 socket.socket.connect = _guarded_connect
 
 
+def _built_once(tmp_path_factory, kind: str, key, build):
+    """What ``build(dest)`` makes, built once per test run (xdist workers share it), keyed by ``key``.
+
+    The first process to ask builds it under a lock in the run's shared temporary folder; the others wait
+    and read the same files. ``build`` returns any picklable value (paths inside ``dest`` stay valid).
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above every worker's own
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    dest = root / "built-once" / f"{kind}-{digest}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    done = dest.with_name(dest.name + ".pickle")
+    with open(dest.with_name(dest.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_file():
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir()
+            value = build(dest)
+            done.write_bytes(pickle.dumps(value))
+        return pickle.loads(done.read_bytes())
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     """tiny_checkpoint(task, tokenizer="wordpiece", **overrides) -> folder; built once per argument set."""
@@ -33,16 +66,42 @@ def tiny_checkpoint(tmp_path_factory):
     from mobile_export.demo.tiny import build_tiny_checkpoint
 
     quiet_libraries()
-    cache: dict = {}
 
     def make(task: str = "text-classification", tokenizer: str = "wordpiece", seed: int = 0, **overrides):
         key = (task, tokenizer, seed, repr(sorted(overrides.items())))
-        if key not in cache:
-            dest = tmp_path_factory.mktemp(f"ckpt-{task}-{tokenizer}")
-            cache[key] = build_tiny_checkpoint(dest, task=task, tokenizer=tokenizer, seed=seed, **overrides)
-        return cache[key]
+        return _built_once(tmp_path_factory, f"ckpt-{task}-{tokenizer}", key,
+                           lambda dest: build_tiny_checkpoint(dest, task=task, tokenizer=tokenizer, seed=seed,
+                                                              **overrides))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def shared_export(tmp_path_factory):
+    """shared_export(checkpoint, options) -> ExportResult of ``export(checkpoint, OUT, options)``, exported once
+    per test run for every test that exports the same checkpoint with the same options (``result.out`` is
+    OUT). The folder is shared: tests read it; one that changes files copies it first. At the end of the
+    run every shared folder must hold exactly what its export wrote."""
+    from mobile_export import export
+
+    used: dict[Path, dict[str, str]] = {}
+
+    def build(ckpt, options):
+        def run(dest: Path):
+            result = export(ckpt, dest / "o", options)
+            (dest / "digests.json").write_text(json.dumps(_digests(dest / "o")))
+            return result
+
+        return run
+
+    def make(ckpt, options):
+        result = _built_once(tmp_path_factory, "export", (str(ckpt), repr(options)), build(ckpt, options))
+        used[result.out] = json.loads((result.out.parent / "digests.json").read_text())
+        return result
+
+    yield make
+    changed = [str(out) for out, digests in used.items() if _digests(out) != digests]
+    assert not changed, f"a test changed a shared export folder (copy it first): {changed}"
 
 
 # A model wide enough that one weight matrix stands far above graph overhead (sharing and int4 size tests).
@@ -52,23 +111,17 @@ WIDE_LAYER_PARAMS = 4 * 256 * 256 + 2 * 256 * 1024  # one (shared) layer's Linea
 
 
 @pytest.fixture(scope="session")
-def wide_export(tiny_checkpoint, tmp_path_factory):
+def wide_export(tiny_checkpoint, shared_export):
     """wide_export(backend, quant, layers=1) -> ExportResult of the WIDE feature-extraction ALBERT, exported
     once per argument set for the whole run (int4 with the limits its random weights allow, see test_int4)."""
-    from mobile_export import ExportOptions, Quant, Thresholds, export
-
-    cache: dict = {}
+    from mobile_export import ExportOptions, Quant, Thresholds
 
     def make(backend, quant, layers: int = 1):
-        key = (backend, quant, layers)
-        if key not in cache:
-            ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
-            limits = (Thresholds(min_agreement=0.98, min_sqnr_db=5.0, min_example_sqnr_db=3.0)
-                      if quant is Quant.INT4 else None)
-            out = tmp_path_factory.mktemp(f"wide-{backend.value}-{quant.value}-L{layers}") / "o"
-            cache[key] = export(ckpt, out, ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
-                                                         thresholds=limits))
-        return cache[key]
+        ckpt = tiny_checkpoint("feature-extraction", "wordpiece", num_hidden_layers=layers, **WIDE)
+        limits = (Thresholds(min_agreement=0.98, min_sqnr_db=5.0, min_example_sqnr_db=3.0)
+                  if quant is Quant.INT4 else None)
+        return shared_export(ckpt, ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
+                                                 thresholds=limits))
 
     return make
 
@@ -85,7 +138,6 @@ _TOOLS = {
                  lambda: any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")),
                  "apt-get install -y chromium"),
 }
-_skipped_for: dict[str, int] = {}
 
 
 def pytest_configure(config):
@@ -100,11 +152,17 @@ def pytest_runtest_setup(item):
             continue
         if os.environ.get("CI") == "true":
             pytest.fail(f"{what} need {name}, which is missing on this CI machine; .ci/run must `{install}`")
-        _skipped_for[name] = _skipped_for.get(name, 0) + 1
         pytest.skip(f"needs {name}: {install}")
 
 
 def pytest_terminal_summary(terminalreporter):
-    for name, count in sorted(_skipped_for.items()):
+    # counted from the skip reports, which reach the controller from every xdist worker
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else ""
+        for name in _TOOLS:
+            if reason.startswith(f"Skipped: needs {name}:") or reason.startswith(f"needs {name}:"):
+                counts[name] = counts.get(name, 0) + 1
+    for name, count in sorted(counts.items()):
         what, _, install = _TOOLS[name]
         terminalreporter.write_line(f"SKIPPED SUITE: {what} ({count} tests) need {name}; install it with: {install}")

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mobile_export import export
 from mobile_export.core.config import Backend, ExportOptions, Quant
-from mobile_export.core.progress import Silent
 
 REPO = Path(__file__).resolve().parent.parent
 GRADLE = REPO / "android_demo" / "app" / "build.gradle.kts"
@@ -19,11 +17,10 @@ def _no_compress() -> list[str]:
     return re.findall(r'"([^"]+)"', match.group(1))
 
 
-def test_every_artifact_file_is_stored_uncompressed_in_the_apk(tiny_checkpoint, tmp_path):
+def test_every_artifact_file_is_stored_uncompressed_in_the_apk(tiny_checkpoint, shared_export):
     """A compressed asset cannot be mapped and is inflated on every copy: each model file needs a noCompress suffix."""
-    out = tmp_path / "out"
-    export(tiny_checkpoint(), out, ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT8,
-                                                 measure_memory=False), progress=Silent())
+    out = shared_export(tiny_checkpoint(), ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT8,
+                                                         measure_memory=False)).out
     models = [p.name for p in out.iterdir() if p.name.startswith("model.")]
     assert {"model.pte", "model.onnx", "model.onnx.data"} <= set(models)
     suffixes = _no_compress()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pipelines import assert_fills_equal_pipeline, pipeline_for
 
-from mobile_export import Backend, BadInputError, ExportOptions, Quant, export, load
+from mobile_export import Backend, BadInputError, ExportOptions, Quant, load
 from mobile_export.cli.main import main
 from mobile_export.parity.texts import CHINESE, ENGLISH
 
@@ -23,7 +23,7 @@ MASKED = [
 
 
 @pytest.fixture(scope="module")
-def exported(tiny_checkpoint, tmp_path_factory):
+def exported(tiny_checkpoint, shared_export):
     """exported(task, quant, **head options) -> (checkpoint, export folder), both runtimes, built once."""
     cache: dict = {}
 
@@ -31,8 +31,7 @@ def exported(tiny_checkpoint, tmp_path_factory):
         key = (task, quant, tuple(sorted(head.items())))
         if key not in cache:
             ckpt = tiny_checkpoint(task)
-            out = tmp_path_factory.mktemp(f"heads-{task}-{quant.value}") / "o"
-            export(ckpt, out, ExportOptions(backends=BOTH, quant=quant, measure_memory=False, **head))
+            out = shared_export(ckpt, ExportOptions(backends=BOTH, quant=quant, measure_memory=False, **head)).out
             cache[key] = (ckpt, out)
         return cache[key]
 

@@ -16,10 +16,10 @@ from mobile_export.cli.main import main
 
 
 @pytest.fixture(scope="module")
-def good(tiny_checkpoint, tmp_path_factory):
+def good(tiny_checkpoint, shared_export):
     ckpt = tiny_checkpoint("text-classification", "wordpiece")
-    out = tmp_path_factory.mktemp("good")
-    export(ckpt, out, ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT8, measure_memory=False))
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT8,
+                                            measure_memory=False)).out
     return ckpt, out
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from mobile_export import export
 from mobile_export.core.config import Backend, ExportOptions, Quant
-from mobile_export.core.progress import Silent
 
 # (module, name) -> the parameters the wrapper passes, as ExecuTorch 1.5.1 names them
 PRIVATE = {
@@ -40,13 +38,13 @@ def test_private_serializer_functions_keep_their_signatures():
     assert not changed, "ExecuTorch's private serializer changed: " + "; ".join(changed)
 
 
-def test_rewriting_a_pte_through_the_wrapper_keeps_it_identical(tiny_checkpoint, tmp_path):
+def test_rewriting_a_pte_through_the_wrapper_keeps_it_identical(tiny_checkpoint, shared_export, tmp_path):
     """Header and program read back and written again with the same segments give the same file, which loads."""
     from mobile_export.backends.executorch import Runner
     from mobile_export.backends.executorch.serializer import program_table, with_program
 
-    result = export(tiny_checkpoint(), tmp_path / "o", ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8,
-                                                                    measure_memory=False), progress=Silent())
+    result = shared_export(tiny_checkpoint(), ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8,
+                                                            measure_memory=False))
     path = result.out / "model.pte"
     data = path.read_bytes()
     header, program = program_table(path)

@@ -93,14 +93,14 @@ def _feeds(ids: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("task,backend,quant,tok", CASES, ids=lambda v: getattr(v, "value", v))
-def test_roundtrip(tiny_checkpoint, tmp_path, task, backend, quant, tok):
+def test_roundtrip(tiny_checkpoint, shared_export, task, backend, quant, tok):
     ckpt = tiny_checkpoint(task, tok, **(INT4_CHECKPOINT if quant is Quant.INT4 else {}))
     pte_int4 = backend is Backend.EXECUTORCH and quant is Quant.INT4
-    out = tmp_path / "out"
     # Default thresholds: random-weight tiny models have many near-tied logits (per-token decisions
     # over a 500-word vocabulary with margins below int8 noise); decisive agreement leaves those out.
-    result = export(ckpt, out, ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
-                                             thresholds=INT4_PTE_LIMITS if pte_int4 else None))
+    result = shared_export(ckpt, ExportOptions(backends=(backend,), quant=quant, measure_memory=False,
+                                               thresholds=INT4_PTE_LIMITS if pte_int4 else None))
+    out = result.out
     [art] = result.artifacts
     assert art.parity.passed, art.parity.failures
     assert art.parity.thresholds == (INT4_PTE_LIMITS if pte_int4 else Thresholds.default_for(quant))

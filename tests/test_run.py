@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pipelines import assert_fills_equal_pipeline, pipeline_for
 
-from mobile_export import Backend, ExportOptions, Quant, export, load
+from mobile_export import Backend, ExportOptions, Quant, load
 from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
 from mobile_export.parity.texts import CHINESE, ENGLISH
@@ -22,7 +22,7 @@ BOTH = (Backend.EXECUTORCH, Backend.ONNX)
 
 
 @pytest.fixture(scope="module")
-def exported(tiny_checkpoint, tmp_path_factory):
+def exported(tiny_checkpoint, shared_export):
     """exported(task, quant=FP32) -> (checkpoint, export folder), both runtimes, built once per module."""
     cache: dict = {}
 
@@ -31,8 +31,7 @@ def exported(tiny_checkpoint, tmp_path_factory):
             extra = dict(num_labels=5, id2label=NER_LABELS, label2id={v: k for k, v in NER_LABELS.items()}) \
                 if task == "token-classification" else {}
             ckpt = tiny_checkpoint(task, **extra)
-            out = tmp_path_factory.mktemp(f"run-{task}-{quant.value}") / "o"
-            export(ckpt, out, ExportOptions(backends=BOTH, quant=quant, measure_memory=False))
+            out = shared_export(ckpt, ExportOptions(backends=BOTH, quant=quant, measure_memory=False)).out
             cache[(task, quant)] = (ckpt, out)
         return cache[(task, quant)]
 
