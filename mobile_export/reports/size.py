@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from .. import backends
-from ..backends import detect_quant
 from ..core.config import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON
@@ -86,7 +85,7 @@ def size_report(
     for name in artifacts:
         _, path = backends.open_artifact(name)  # checked before any runtime sees it
         info, stored_quant, int8_embeddings = size_inputs(path, checkpoint)
-        chosen = quant or (Quant(stored_quant) if stored_quant else detect_quant(path))
+        chosen = quant or (Quant(stored_quant) if stored_quant else backends.detect_quant(path))
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
         entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
         entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
