@@ -104,6 +104,75 @@ def shared_export(tmp_path_factory):
     assert not changed, f"a test changed a shared export folder (copy it first): {changed}"
 
 
+def _module_digest(module) -> str:
+    """What decides an artifact's bytes inside ``module``: every submodule's type and plain attributes
+    (heads, pooling, output names, the model config) and every parameter and buffer's bytes."""
+    import torch
+
+    h = hashlib.sha256()
+
+    def value(v) -> None:
+        if isinstance(v, torch.Tensor):
+            h.update(f"{v.dtype}{tuple(v.shape)}".encode())
+            h.update(v.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        elif hasattr(v, "to_json_string"):
+            h.update(v.to_json_string().encode())
+        else:
+            h.update(repr(v).encode())
+
+    for name, sub in module.named_modules():
+        h.update(f"{name}:{type(sub).__module__}.{type(sub).__qualname__}".encode())
+        for key, v in sorted(vars(sub).items()):
+            if key not in ("_parameters", "_buffers", "_modules") and not key.startswith("_"):
+                h.update(key.encode())
+                value(v)
+    for key, v in sorted(module.state_dict(keep_vars=False).items()):
+        h.update(key.encode())
+        value(v)
+    return h.hexdigest()
+
+
+_LOWER_FRESH = [False]  # set while a test that patches anything runs: its exports lower for real
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _artifact_cache(tmp_path_factory):
+    """Each artifact lowered once per test run: ``export_one`` (torch.export / ONNX export, quantization,
+    lowering) for the same backend, module (weights, structure, head) and precision options gives the same
+    bytes (exports are deterministic, tested in subprocesses by test_cli), so every later export of it in
+    any worker copies the first one's files. A test that uses ``monkeypatch`` exports fresh."""
+    from mobile_export import backends
+    from mobile_export.exporter import pipeline
+
+    real = pipeline.export_one
+
+    def export_one(backend, wrapper, options, loaded, max_len, staging, progress):
+        if _LOWER_FRESH[0]:
+            return real(backend, wrapper, options, loaded, max_len, staging, progress)
+        key = (backend.value, _module_digest(wrapper), options.quant.value, options.pte_entry,
+               options.int4_group_size, options.int4_kernel, max_len)
+
+        def build(dest: Path):
+            _, path, stats, seconds = real(backend, wrapper, options, loaded, max_len, dest, progress)
+            return [str(p) for p in backends.artifact_files(path)], path.name, stats, seconds
+
+        files, name, stats, seconds = _built_once(tmp_path_factory, f"artifact-{backend.value}", key, build)
+        for f in files:
+            shutil.copyfile(f, staging / Path(f).name)
+        return backend, staging / name, stats, seconds
+
+    pipeline.export_one = export_one
+    yield
+    pipeline.export_one = real
+
+
+@pytest.fixture(autouse=True)
+def _fresh_lowering_when_patched(request):
+    _LOWER_FRESH[0] = "monkeypatch" in request.fixturenames
+    yield
+    _LOWER_FRESH[0] = False
+
+
 # A model wide enough that one weight matrix stands far above graph overhead (sharing and int4 size tests).
 WIDE = dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, embedding_size=32,
             max_position_embeddings=64, initializer_range=0.02)
