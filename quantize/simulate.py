@@ -1,0 +1,98 @@
+"""Dynamic int8 of one Linear, emulated in PyTorch as each runtime does it, to say which weight the error
+comes from without exporting once per weight.
+
+Weights: symmetric int8, one scale per output channel (both backends). Activations, quantized at run time:
+``tensor``: one asymmetric uint8 scale for the whole input (ONNX Runtime's DynamicQuantizeLinear);
+``token``: one asymmetric int8 scale per row (XNNPACK's dynamically quantized fully-connected, which is what
+ExecuTorch 1.5.1 makes of the XNNPACK quantizer's dynamic per-tensor activation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+GRANULARITIES = ("tensor", "token")
+
+
+def fake_quant_activation(x: torch.Tensor, granularity: str) -> torch.Tensor:
+    """``x`` through an asymmetric 8-bit quantize-dequantize whose range includes 0, per ``granularity``."""
+    if granularity == "tensor":
+        lo, hi = x.min().clamp(max=0), x.max().clamp(min=0)
+    elif granularity == "token":
+        lo = x.amin(dim=-1, keepdim=True).clamp(max=0)
+        hi = x.amax(dim=-1, keepdim=True).clamp(min=0)
+    else:
+        raise ValueError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
+    scale = ((hi - lo) / 255).clamp(min=torch.finfo(torch.float32).tiny)
+    zero = torch.round(-lo / scale)
+    return (torch.clamp(torch.round(x / scale) + zero, 0, 255) - zero) * scale
+
+
+def fake_quant_weight(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` [out, in] through symmetric int8, one scale per output channel."""
+    scale = (weight.abs().amax(dim=1, keepdim=True) / 127).clamp(min=torch.finfo(torch.float32).tiny)
+    return torch.clamp(torch.round(weight / scale), -127, 127) * scale
+
+
+@contextlib.contextmanager
+def quantized(model: torch.nn.Module, names: Iterable[str], granularity: str) -> Iterator[None]:
+    """Within the block, the Linears ``names`` of ``model`` compute as dynamic int8 (weights restored after)."""
+    saved = []
+    handles = []
+    try:
+        for name in names:
+            linear = model.get_submodule(name)
+            saved.append((linear, linear.weight.data))
+            linear.weight.data = fake_quant_weight(linear.weight.data)
+            handles.append(
+                linear.register_forward_pre_hook(lambda _m, args: (fake_quant_activation(args[0], granularity),))
+            )
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+        for linear, weight in saved:
+            linear.weight.data = weight
+
+
+def sqnr_db(reference: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> float:
+    """Pooled signal-to-quantization-noise ratio of ``other`` against ``reference`` (inf when equal)."""
+    signal = sum(float(np.sum(r.astype(np.float64) ** 2)) for r in reference)
+    noise = sum(float(np.sum((r.astype(np.float64) - o) ** 2)) for r, o in zip(reference, other))
+    return float("inf") if noise == 0 else 10 * float(np.log10(signal / noise)) if signal > 0 else float("-inf")
+
+
+@dataclass(frozen=True)
+class WeightError:
+    """What one weight's int8 costs the model's outputs (SQNR in dB against fp32)."""
+
+    weight: str
+    alone_db: float  # only this weight quantized
+    without_db: float  # every weight quantized except this one
+
+
+@torch.no_grad()
+def weight_errors(
+    model: torch.nn.Module,
+    names: Sequence[str],
+    run: Callable[[], list[np.ndarray]],
+    granularity: str,
+) -> tuple[float, list[WeightError]]:
+    """(SQNR with every weight of ``names`` quantized, each weight's share); ``run`` gives the outputs that
+    are compared (the same examples each call)."""
+    reference = run()
+    with quantized(model, names, granularity):
+        every = sqnr_db(reference, run())
+    errors = []
+    for name in names:
+        with quantized(model, [name], granularity):
+            alone = sqnr_db(reference, run())
+        with quantized(model, [n for n in names if n != name], granularity):
+            without = sqnr_db(reference, run())
+        errors.append(WeightError(name, alone, without))
+    return every, errors
