@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ def quantized(model: torch.nn.Module, names: Iterable[str], granularity: str) ->
     handles = []
     try:
         for name in names:
-            linear = model.get_submodule(name)
+            linear = cast(torch.nn.Linear, model.get_submodule(name))
             saved.append((linear, linear.weight.data))
             linear.weight.data = fake_quant_weight(linear.weight.data)
             handles.append(

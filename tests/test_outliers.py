@@ -121,3 +121,39 @@ def test_emulated_int8_is_the_onnx_runtime_artifacts_error(tiny_checkpoint, shar
     real = sqnr_db(_outputs(loaded, examples)(), [runner.run(ex.feeds)[0] for ex in examples])
     print(f"emulated {emulated:.1f} dB, real {real:.1f} dB")
     assert abs(emulated - real) <= 3.0, (emulated, real)
+
+
+def test_smoothing_folds_the_planted_channels_back_exactly(tiny_checkpoint):
+    from quantize.simulate import weight_errors
+    from quantize.smooth import foldable_pairs, smooth
+
+    loaded = load_checkpoint(tiny_checkpoint("text-classification", num_hidden_layers=3))
+    examples = tokenize(loaded.tokenizer, builtin_texts()[:12], 64)
+    names = [n for n, m in loaded.model.named_modules() if isinstance(m, torch.nn.Linear)]
+    clean, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
+    _plant_exact(loaded.model, 50.0)
+    before = _outputs(loaded, examples)()
+    planted, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
+    assert len(foldable_pairs(loaded.model)) == 2  # the embeddings LayerNorm -> projection; value -> dense
+    ranges = channel_ranges(loaded.model, examples)
+    folds = smooth(loaded.model, {k: torch.from_numpy(v.absmax) for k, v in ranges.items()}, threshold=OUTLIER_RATIO)
+    assert {(f.producer.split(".")[-1], f.consumer.split(".")[-1]) for f in folds} == {
+        ("LayerNorm", "embedding_hidden_mapping_in"), ("value", "dense")}
+    after = _outputs(loaded, examples)()
+    assert max(float(abs(a - b).max()) for a, b in zip(before, after)) < 1e-4  # still the same fp32 function
+    smoothed, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
+    print(f"clean {clean:.1f} dB, planted {planted:.1f}, smoothed {smoothed:.1f}; folds {folds}")
+    assert smoothed >= clean - 2.0 and smoothed > planted + 15
+    again = channel_ranges(loaded.model, examples)
+    assert not again["albert.encoder.embedding_hidden_mapping_in"].outliers()
+    assert not again[f"{LAYER}.attention.dense"].outliers()
+
+
+def test_smoothing_leaves_a_model_without_outliers_alone(tiny_checkpoint):
+    from quantize.smooth import smooth
+
+    loaded = load_checkpoint(tiny_checkpoint("text-classification", num_hidden_layers=3))
+    ranges = channel_ranges(loaded.model, tokenize(loaded.tokenizer, builtin_texts()[:12], 64))
+    state = {k: v.clone() for k, v in loaded.model.state_dict().items()}
+    assert smooth(loaded.model, {k: torch.from_numpy(v.absmax) for k, v in ranges.items()}, threshold=OUTLIER_RATIO) == []
+    assert all(torch.equal(state[k], v) for k, v in loaded.model.state_dict().items())

@@ -1,0 +1,90 @@
+"""Rescalings that leave the fp32 function unchanged and move an outlier channel's range from a weight's
+input into the weight (SmoothQuant's migration), folded into the weights where ALBERT's graph allows it
+exactly, so the artifact gains no operator.
+
+A channel j of a Linear's input x can be divided by s_j and the Linear's input column j multiplied by s_j
+when whatever produces x can absorb 1/s_j and x reaches nothing else. In ALBERT that holds for two pairs:
+the embeddings LayerNorm (its scale and shift) before the projection to the hidden width, and each layer's
+value projection (its output rows) before the attention output (the attention mix is linear in the values,
+per channel). The shared layer runs at every depth with the same weights, so its scale vector comes from
+the input ranges over every depth at once. Other inputs (query/key/value and the FFN read LayerNorm outputs
+that also feed the residual stream; the FFN output reads a GELU) have no exact fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+
+ALPHA = 0.5  # SmoothQuant's migration strength: the range split evenly between activation and weight
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One producer -> consumer pair rescaled: its largest scale and how many channels moved."""
+
+    producer: str
+    consumer: str
+    largest_scale: float
+    channels: int  # channels whose scale is not 1
+
+
+def foldable_pairs(model: torch.nn.Module) -> list[tuple[str, str]]:
+    """(producer, consumer) module names of ``model`` (a transformers ALBERT) with an exact per-channel fold."""
+    names = dict(model.named_modules())
+    pairs = []
+    for name in names:
+        if name.endswith("embeddings.LayerNorm"):
+            consumer = name.replace("embeddings.LayerNorm", "encoder.embedding_hidden_mapping_in")
+            if consumer in names:
+                pairs.append((name, consumer))
+        elif name.endswith("attention.value"):
+            consumer = name[: -len("value")] + "dense"
+            if consumer in names:
+                pairs.append((name, consumer))
+    return pairs
+
+
+def smoothing_scales(absmax: torch.Tensor, weight: torch.Tensor, alpha: float = ALPHA) -> torch.Tensor:
+    """s_j = max|x_j|^alpha / max|W[:, j]|^(1 - alpha), 1 where either range is 0 (SmoothQuant, eq. 4)."""
+    w = weight.abs().amax(dim=0).to(torch.float64)
+    a = absmax.to(torch.float64)
+    s = a.pow(alpha) / w.pow(1 - alpha)
+    s = torch.where((a > 0) & (w > 0) & torch.isfinite(s), s, torch.ones_like(s))
+    return s.to(torch.float32)
+
+
+@torch.no_grad()
+def fold(model: torch.nn.Module, producer: str, consumer: str, scales: torch.Tensor) -> None:
+    """Divide ``producer``'s output channels by ``scales`` and multiply ``consumer``'s input columns by them."""
+    p: Any = model.get_submodule(producer)  # a Linear or a LayerNorm
+    c = cast(torch.nn.Linear, model.get_submodule(consumer))
+    if isinstance(p, torch.nn.Linear):
+        p.weight.div_(scales[:, None])
+    else:  # a LayerNorm: its scale and shift
+        p.weight.div_(scales)
+    if p.bias is not None:
+        p.bias.div_(scales)
+    c.weight.mul_(scales[None, :])
+
+
+def smooth(
+    model: torch.nn.Module, absmax: Mapping[str, torch.Tensor], alpha: float = ALPHA, threshold: float = 1.0
+) -> list[Fold]:
+    """Fold smoothing scales into every exact pair of ``model`` whose consumer's input ranges ``absmax``
+    (per channel, over every depth) has a channel at least ``threshold`` times its median; the folds made."""
+    done = []
+    for producer, consumer in foldable_pairs(model):
+        if consumer not in absmax:
+            continue
+        ranges = absmax[consumer]
+        median = float(ranges.median())
+        if median <= 0 or float(ranges.max()) < threshold * median:
+            continue
+        scales = smoothing_scales(ranges, cast(torch.nn.Linear, model.get_submodule(consumer)).weight, alpha)
+        fold(model, producer, consumer, scales)
+        done.append(Fold(producer, consumer, float(scales.max()), int((scales != 1).sum())))
+    return done
