@@ -84,7 +84,7 @@ def smooth(
         median = float(ranges.median())
         if median <= 0 or float(ranges.max()) < threshold * median:
             continue
-        scales = smoothing_scales(ranges, cast(torch.nn.Linear, model.get_submodule(consumer)).weight, alpha)
+        scales = smoothing_scales(ranges, cast(torch.nn.Linear, model.get_submodule(consumer)).weight.detach(), alpha)
         fold(model, producer, consumer, scales)
         done.append(Fold(producer, consumer, float(scales.max()), int((scales != 1).sum())))
     return done
