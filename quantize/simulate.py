@@ -1,5 +1,5 @@
-"""Dynamic int8 of one Linear, emulated in PyTorch as each runtime does it, to say which weight the error
-comes from without exporting once per weight.
+"""Dynamic int8 of a Linear, emulated in PyTorch as each runtime does it, so that the error of each weight can
+be measured without exporting once per weight (``mobile_export.parity.attribution``).
 
 Weights: symmetric int8, one scale per output channel (both backends). Activations, quantized at run time:
 ``tensor``: one asymmetric uint8 scale for the whole input (ONNX Runtime's DynamicQuantizeLinear);
@@ -10,11 +10,9 @@ ExecuTorch 1.5.1 makes of the XNNPACK quantizer's dynamic per-tensor activation)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import cast
 
-import numpy as np
 import torch
 
 GRANULARITIES = ("tensor", "token")
@@ -59,41 +57,3 @@ def quantized(model: torch.nn.Module, names: Iterable[str], granularity: str) ->
             h.remove()
         for linear, weight in saved:
             linear.weight.data = weight
-
-
-def sqnr_db(reference: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> float:
-    """Pooled signal-to-quantization-noise ratio of ``other`` against ``reference`` (inf when equal)."""
-    signal = sum(float(np.sum(r.astype(np.float64) ** 2)) for r in reference)
-    noise = sum(float(np.sum((r.astype(np.float64) - o) ** 2)) for r, o in zip(reference, other))
-    return float("inf") if noise == 0 else 10 * float(np.log10(signal / noise)) if signal > 0 else float("-inf")
-
-
-@dataclass(frozen=True)
-class WeightError:
-    """What one weight's int8 costs the model's outputs (SQNR in dB against fp32)."""
-
-    weight: str
-    alone_db: float  # only this weight quantized
-    without_db: float  # every weight quantized except this one
-
-
-@torch.no_grad()
-def weight_errors(
-    model: torch.nn.Module,
-    names: Sequence[str],
-    run: Callable[[], list[np.ndarray]],
-    granularity: str,
-) -> tuple[float, list[WeightError]]:
-    """(SQNR with every weight of ``names`` quantized, each weight's share); ``run`` gives the outputs that
-    are compared (the same examples each call)."""
-    reference = run()
-    with quantized(model, names, granularity):
-        every = sqnr_db(reference, run())
-    errors = []
-    for name in names:
-        with quantized(model, [name], granularity):
-            alone = sqnr_db(reference, run())
-        with quantized(model, [n for n in names if n != name], granularity):
-            without = sqnr_db(reference, run())
-        errors.append(WeightError(name, alone, without))
-    return every, errors

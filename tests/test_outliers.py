@@ -77,7 +77,7 @@ def _plant_exact(model, factor: float) -> None:
 
 
 def test_the_weights_reading_outliers_carry_the_error(tiny_checkpoint):
-    from quantize.simulate import weight_errors
+    from mobile_export.parity.attribution import weight_errors
 
     loaded = load_checkpoint(tiny_checkpoint("text-classification", num_hidden_layers=3))
     examples = tokenize(loaded.tokenizer, builtin_texts()[:12], 64)
@@ -109,7 +109,7 @@ def test_emulated_int8_is_the_onnx_runtime_artifacts_error(tiny_checkpoint, shar
     be trusted): the SQNR of the emulated model and of the real .onnx on the same texts agree."""
     from mobile_export import Backend, ExportOptions, Quant
     from mobile_export.backends.onnx import Runner
-    from quantize.simulate import sqnr_db, weight_errors
+    from mobile_export.parity.attribution import pooled_sqnr_db, weight_errors
 
     ckpt = tiny_checkpoint("text-classification", "wordpiece")
     result = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8, measure_memory=False))
@@ -118,13 +118,13 @@ def test_emulated_int8_is_the_onnx_runtime_artifacts_error(tiny_checkpoint, shar
     names = [n for n, m in loaded.model.named_modules() if isinstance(m, torch.nn.Linear)]
     emulated, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
     runner = Runner(result.out / "model.onnx")
-    real = sqnr_db(_outputs(loaded, examples)(), [runner.run(ex.feeds)[0] for ex in examples])
+    real = pooled_sqnr_db(_outputs(loaded, examples)(), [runner.run(ex.feeds)[0] for ex in examples])
     print(f"emulated {emulated:.1f} dB, real {real:.1f} dB")
     assert abs(emulated - real) <= 3.0, (emulated, real)
 
 
 def test_smoothing_folds_the_planted_channels_back_exactly(tiny_checkpoint):
-    from quantize.simulate import weight_errors
+    from mobile_export.parity.attribution import weight_errors
     from quantize.smooth import foldable_pairs, smooth
 
     loaded = load_checkpoint(tiny_checkpoint("text-classification", num_hidden_layers=3))
