@@ -18,10 +18,20 @@ import torch
 GRANULARITIES = ("tensor", "token")
 
 
-def fake_quant_activation(x: torch.Tensor, granularity: str) -> torch.Tensor:
-    """``x`` through an asymmetric 8-bit quantize-dequantize whose range includes 0, per ``granularity``."""
+def fake_quant_activation(x: torch.Tensor, granularity: str, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """``x`` through an asymmetric 8-bit quantize-dequantize whose range includes 0, per ``granularity``.
+
+    ``x``'s first dimension is the batch: each example gets its own range, as in a batch-1 runtime call.
+    ``valid`` [batch, seq] (bool) marks the real tokens of a padded batch; padding is left out of ranges."""
     if granularity == "tensor":
-        lo, hi = x.min().clamp(max=0), x.max().clamp(min=0)
+        dims = tuple(range(1, x.dim()))
+        if valid is not None and x.dim() == 3 and x.shape[1] == valid.shape[1]:
+            keep = valid[:, :, None]
+            lo = x.masked_fill(~keep, float("inf")).amin(dim=dims, keepdim=True).clamp(max=0)
+            hi = x.masked_fill(~keep, float("-inf")).amax(dim=dims, keepdim=True).clamp(min=0)
+        else:
+            lo = x.amin(dim=dims, keepdim=True).clamp(max=0) if dims else x.clamp(max=0)
+            hi = x.amax(dim=dims, keepdim=True).clamp(min=0) if dims else x.clamp(min=0)
     elif granularity == "token":
         lo = x.amin(dim=-1, keepdim=True).clamp(max=0)
         hi = x.amax(dim=-1, keepdim=True).clamp(min=0)
@@ -39,8 +49,11 @@ def fake_quant_weight(weight: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def quantized(model: torch.nn.Module, names: Iterable[str], granularity: str) -> Iterator[None]:
-    """Within the block, the Linears ``names`` of ``model`` compute as dynamic int8 (weights restored after)."""
+def quantized(
+    model: torch.nn.Module, names: Iterable[str], granularity: str, valid: torch.Tensor | None = None
+) -> Iterator[None]:
+    """Within the block, the Linears ``names`` of ``model`` compute as dynamic int8 (weights restored after);
+    ``valid``: the real tokens of the padded batch the block runs (``fake_quant_activation``)."""
     saved = []
     handles = []
     try:
@@ -49,7 +62,7 @@ def quantized(model: torch.nn.Module, names: Iterable[str], granularity: str) ->
             saved.append((linear, linear.weight.data))
             linear.weight.data = fake_quant_weight(linear.weight.data)
             handles.append(
-                linear.register_forward_pre_hook(lambda _m, args: (fake_quant_activation(args[0], granularity),))
+                linear.register_forward_pre_hook(lambda _m, args: (fake_quant_activation(args[0], granularity, valid),))
             )
         yield
     finally:

@@ -86,7 +86,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from ..core.config import Backend, ExportOptions, Quant
+    from ..core.config import Backend, ExportOptions, Quant, Repair
     from ..core.progress import Progress, Silent
     from ..exporter.pipeline import export
     from ..reports import summary
@@ -108,6 +108,7 @@ def _cmd_export(args) -> int:
         int4_group_size=args.group_size,
         int4_kernel=args.int4_kernel,
         pte_entry=args.pte_entry,
+        repair=Repair(args.repair),
         head=args.head,
         pooling=args.pooling,
         normalize=args.normalize,

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         WIDE_INT4_GROUP_SIZE,
         Backend,
         Quant,
+        Repair,
     )
     from ..core.tasks import supported_tasks
 
@@ -88,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=PTE_ENTRIES[0],
         help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
         "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
+    )
+    ex.add_argument(
+        "--repair",
+        choices=[r.value for r in Repair],
+        default=Repair.AUTO.value,
+        help="when an int8 artifact fails its parity gate: auto (default) tries each repair in order of cost "
+        "and keeps the first that passes, off refuses, smooth tries only rescalings folded exactly into the "
+        "weights (the fp32 function unchanged); the report says what was changed",
     )
     head_args(
         ex,

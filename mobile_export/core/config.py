@@ -22,6 +22,17 @@ class Backend(str, Enum):
         return self.value
 
 
+class Repair(str, Enum):
+    """What ``export`` does when an int8 artifact fails its parity gate (``--repair``)."""
+
+    AUTO = "auto"  # every repair below, in order of cost, until the gate passes
+    OFF = "off"  # refuse, as the gate decides
+    SMOOTH = "smooth"  # rescalings that leave the fp32 function unchanged, folded exactly into the weights
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Quant(str, Enum):
     """Weight/activation precision of an artifact."""
 
@@ -212,6 +223,8 @@ class ExportOptions:
         pte_entry: how the .pte is called (``--pte-entry``): ``loop`` (embed, the shared layer once per
             layer, head: one packed copy of the shared layer in RAM), ``forward`` (the whole model as one
             method, what ExecuTorch's own tools call) or ``both`` in one program sharing stored weights.
+        repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
+            and keeps the first that passes; ``off`` refuses; ``smooth`` tries only the exact rescaling.
         head: fill-mask only: ``full`` (default, the model's own head: every position's vocabulary
             logits) or ``topk`` / ``topk:K`` (the top K tokens at the first 8 masks, in the graph).
         pooling, normalize: feature-extraction only: ``cls`` or ``mean`` gives one sentence embedding
@@ -231,6 +244,7 @@ class ExportOptions:
     int4_group_size: int | None = None
     int4_kernel: str = "nbits"
     pte_entry: str = "loop"
+    repair: Repair = Repair.AUTO
     head: str | None = None
     pooling: str | None = None
     normalize: bool = False

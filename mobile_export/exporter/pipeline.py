@@ -17,7 +17,7 @@ from ..assets.labels import labels, labels_file
 from ..assets.tokenizer import write_tokenizer_assets
 from ..backends.base import ArtifactStats, ExportStats
 from ..core import interrupts
-from ..core.config import Backend, ExportOptions, Quant, int4_group_size_for, resolve_max_len
+from ..core.config import Backend, ExportOptions, Quant, Repair, int4_group_size_for, resolve_max_len
 from ..core.errors import ArtifactLoadError, BudgetError, ExportFailedError, MobileExportError, ParityError, first_line
 from ..core.files import FAILED_REPORT, LABELS, MANIFEST, REPORT_HTML, REPORT_JSON, REPORT_MD, TOKENIZER_DIR
 from ..core.fsutil import disk_error, make_staging, prepare_destination, publish, remove_staging, write_json
@@ -28,16 +28,18 @@ from ..measure.budgets import Budget, resolve_budget
 from ..measure.size import SizeEntry
 from ..model.heads import parse_head, with_head
 from ..model.loading import LoadedModel, load_checkpoint
-from ..model.reference import ExportWrapper, example_inputs
+from ..model.reference import Example, ExportWrapper, example_inputs, tokenize
 from ..model.summary import model_summary
 from ..parity.artifact import ArtifactResult
 from ..parity.checker import ArtifactCheck, ParitySource, Tally
 from ..parity.data import ParityData, read_parity_file
+from ..parity.diagnosis import GRANULARITY, SAMPLE_LENGTH, SAMPLE_TEXTS, Diagnosis, diagnose
 from ..reports import write_reports
 from ..reports.assembly import build_report
 from ..reports.size import size_entry
 from .check import check_artifacts
 from .manifest import build_manifest
+from .repair import METHODS, NOTHING_TO_FOLD, Attempt, RepairRecord, failing, fold_changes, outcome, smoothed
 
 # Every name an export may write: with --overwrite, the ones this export does not write are removed.
 OUTPUT_NAMES = tuple(n for info in backends.BACKENDS.values() for n in info.output_names) + (
@@ -112,6 +114,13 @@ def export(
         ]
         del wrapper
         results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
+        sample = _sample(loaded, data, max_len) if options.quant is Quant.INT8 else []
+        diagnosis = _diagnose(loaded, options, sample, progress)
+        repaired = None
+        if diagnosis is not None and options.repair is not Repair.OFF and failing(results):
+            exported, results, run, parity_data, repaired = _repair(
+                exported, results, run, parity_data, loaded, options, data, max_len, staging, progress, sample
+            )
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         written += _write_assets(loaded, staging, max_len, progress)
         sizes = _sizes(results, loaded, options, staging, bool(replaced), max_len, budget, progress)
@@ -127,6 +136,8 @@ def export(
         over = [e for e in sizes if e.get("budgets") and not e["budgets"][0]["within"]]
         if budget:
             report_record.budget, report_record.within_budget = budget.as_dict(), not over
+        report_record.diagnosis = diagnosis.to_json() if diagnosis is not None else None
+        report_record.repair = repaired.to_json() if repaired is not None else None
         report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
         report = report_record.to_json()
         result = ExportResult(out=out, report=report, artifacts=results)
@@ -190,6 +201,70 @@ def _check_exported(
         r.stats = ArtifactStats(**stats, **r.stats)
         r.export_seconds = round(seconds, 2)
     return results, run, parity_data
+
+
+def _sample(loaded: LoadedModel, data: ParityData | None, max_len: int) -> list[Example]:
+    """The parity texts the diagnosis and the repairs look at: the first non-empty ones, at most
+    ``SAMPLE_LENGTH`` tokens each (one padded batch of them must stay small beside a 30,000-word head)."""
+    texts = []
+    for text, _ in ParitySource.build(loaded.tokenizer, data, max_len).items():
+        if text.strip():
+            texts.append(text)
+            if len(texts) == SAMPLE_TEXTS:
+                break
+    return tokenize(loaded.tokenizer, texts, min(max_len, SAMPLE_LENGTH))
+
+
+def _diagnose(
+    loaded: LoadedModel, options: ExportOptions, sample: list[Example], progress: Progress
+) -> Diagnosis | None:
+    """Where int8's error comes from (an int8 export only), emulated for each exported runtime."""
+    if options.quant is not Quant.INT8 or not sample:
+        return None
+    granularities = sorted({GRANULARITY[b] for b in options.backends})
+    with progress.step(f"int8 diagnosis on {len(sample)} texts (emulated: {', '.join(granularities)})"):
+        return diagnose(loaded, sample, granularities)
+
+
+def _repair(
+    exported: list[tuple[Backend, Path, ExportStats, float]],
+    results: list[ArtifactResult],
+    run: Tally,
+    parity_data: dict,
+    loaded: LoadedModel,
+    options: ExportOptions,
+    data: ParityData | None,
+    max_len: int,
+    staging: Path,
+    progress: Progress,
+    sample: list[Example],
+) -> tuple[list[tuple[Backend, Path, ExportStats, float]], list[ArtifactResult], Tally, dict, RepairRecord]:
+    """Each repair of ``options.repair`` in order of cost on the artifacts the gate refused, until they pass:
+    the artifacts to keep (the last attempt's), their check, and the record of what was tried."""
+    record = RepairRecord(options.repair.value)
+    for method in METHODS[options.repair]:
+        bad = {r.backend for r in failing(results)}
+        if not bad:
+            break
+        progress.say(f"repair: {', '.join(r.file for r in failing(results))} failed the gate; trying {method}")
+        with progress.step("repair (smooth): smoothing scales folded into the weights"):
+            fixed, folds = smoothed(loaded, sample)
+        attempt = Attempt(method, fold_changes(folds))
+        record.attempts.append(attempt)
+        if not folds:
+            attempt.note = NOTHING_TO_FOLD
+            continue
+        wrapper, _ = export_module(fixed, options)
+        exported = [
+            export_one(b, wrapper, options, fixed, max_len, staging, progress) if b in bad else (b, p, st, sec)
+            for b, p, st, sec in exported
+        ]
+        del wrapper
+        before = {r.backend: r for r in results}
+        results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
+        attempt.outcomes = [outcome(before[r.backend], r) for r in results if r.backend in bad]
+    progress.say(f"repair: {record.headline()}")
+    return exported, results, run, parity_data, record
 
 
 def _write_assets(loaded: LoadedModel, staging: Path, max_len: int, progress: Progress) -> list[str]:

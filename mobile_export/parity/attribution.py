@@ -39,17 +39,18 @@ def weight_errors(
     names: Sequence[str],
     run: Callable[[], list[np.ndarray]],
     granularity: str,
+    valid: torch.Tensor | None = None,
 ) -> tuple[float, list[WeightError]]:
     """(SQNR with every weight of ``names`` quantized, each weight's share); ``run`` gives the outputs that
-    are compared (the same examples each call)."""
+    are compared (the same examples each call; ``valid``: the real tokens when it runs a padded batch)."""
     reference = run()
-    with quantized(model, names, granularity):
+    with quantized(model, names, granularity, valid):
         every = pooled_sqnr_db(reference, run())
     errors = []
     for name in names:
-        with quantized(model, [name], granularity):
+        with quantized(model, [name], granularity, valid):
             alone = pooled_sqnr_db(reference, run())
-        with quantized(model, [n for n in names if n != name], granularity):
+        with quantized(model, [n for n in names if n != name], granularity, valid):
             without = pooled_sqnr_db(reference, run())
         errors.append(WeightError(name, alone, without))
     return every, errors

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..parity.checker import Tally
 
 # The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 5
+REPORT_SCHEMA = 6
 
 
 @dataclass
@@ -37,6 +37,8 @@ class ExportReport:
     budget: dict | None = None
     within_budget: bool | None = None
     timings_seconds: dict = field(default_factory=dict)
+    diagnosis: dict | None = None  # parity.diagnosis: where int8's error comes from (int8 exports)
+    repair: dict | None = None  # exporter.repair: what --repair tried and kept
     schema_version: int = REPORT_SCHEMA
 
     @property
@@ -58,6 +60,8 @@ class ExportReport:
             "passed": self.passed,
             "timings_seconds": self.timings_seconds,
             "within_budget": self.within_budget,
+            "diagnosis": self.diagnosis,
+            "repair": self.repair,
         }
 
 

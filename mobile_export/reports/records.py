@@ -237,6 +237,8 @@ class ReportRecord:
     within_budget: bool | None
     versions: dict[str, str | None] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)  # the checking machine (report.json >= 5)
+    diagnosis: dict[str, Any] = field(default_factory=dict)  # where int8's error comes from (>= 6, int8 exports)
+    repair: dict[str, Any] = field(default_factory=dict)  # what --repair tried and kept (>= 6, when it ran)
 
     @classmethod
     def from_json(cls, report: dict[str, Any]) -> ReportRecord:
@@ -258,4 +260,6 @@ class ReportRecord:
             report.get("within_budget"),
             dict(report.get("versions") or {}),
             dict(report.get("host") or {}),
+            dict(report.get("diagnosis") or {}),
+            dict(report.get("repair") or {}),
         )

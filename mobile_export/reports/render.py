@@ -162,6 +162,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     ]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
+    out += _diagnosis_sections(report.diagnosis) + _repair_sections(report.repair)
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
     if sized:
         rows = [[g] + [f"{s.groups[g]:,}" for _, s in sized if s.groups is not None] for g in GROUPS]
@@ -182,6 +183,82 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     return out
 
 
+RUNTIME_OF = {"tensor": "ONNX Runtime (per tensor)", "token": "XNNPACK (per token)"}
+
+
+def short_weight(name: str) -> str:
+    """A weight's name without the path every ALBERT shares: ``layer 0.attention.query``."""
+    if ".albert_layers." in name:
+        group = name.split(".albert_layer_groups.", 1)[-1].split(".", 1)[0]
+        return ("" if group == "0" else f"group {group} ") + "layer " + name.split(".albert_layers.", 1)[-1]
+    return name.removeprefix("albert.").removeprefix("encoder.")
+
+
+def _diagnosis_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The int8 diagnosis: each weight's input channels and error share, and the error by depth."""
+    if not d.get("inputs"):
+        return []
+    emulated = d.get("emulated") or {}
+    shares = {g: {w["weight"]: w for w in e.get("weights", [])} for g, e in emulated.items()}
+    head = ["weight", "runs", "input spread (max / median channel)", "outlier channels (x median)"]
+    for g in emulated:
+        head += [f"{RUNTIME_OF.get(g, g)}: alone dB", f"{RUNTIME_OF.get(g, g)}: all but it dB"]
+    rows = []
+    for i in d["inputs"]:
+        named = ", ".join(f"{o['channel']} ({o['ratio']:.0f}x)" for o in i.get("outliers", [])) or "none"
+        row = [short_weight(i["weight"]), str(i["calls"]), _num(i["spread"], ".1f"), named]
+        for g in emulated:
+            w = shares[g].get(i["weight"], {})
+            row += [_num(w.get("alone_db"), ".1f"), _num(w.get("without_db"), ".1f")]
+        rows.append(row)
+    totals = ", ".join(f"{RUNTIME_OF.get(g, g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items())
+    out = [
+        (f"int8 diagnosis: each weight's input and error (emulated on {d.get('texts')} texts; {totals})", head, rows)
+    ]
+    depth = max((len(e.get("depth_sqnr_db") or []) for e in emulated.values()), default=0)
+    if depth:
+        drows = [
+            [str(k + 1)] + [_num((e.get("depth_sqnr_db") or [None] * depth)[k], ".1f") for e in emulated.values()]
+            for k in range(depth)
+        ]
+        out.append(
+            (
+                "int8 error by depth of the shared layer (emulated: hidden state after each run, SQNR dB)",
+                ["depth"] + [RUNTIME_OF.get(g, g) for g in emulated],
+                drows,
+            )
+        )
+    return out
+
+
+def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """What --repair tried: each method, what it changed, each artifact before and after."""
+    if not r.get("attempts"):
+        return []
+    rows = []
+    for a in r["attempts"]:
+        changes = "; ".join(
+            f"{short_weight(c['producer'])} -> {short_weight(c['consumer'])}: {c['channels_rescaled']} channels, "
+            f"scale up to {c['largest_scale']:.3g}"
+            for c in a.get("changes", [])
+        )
+        what = changes or a.get("note") or "n/a"
+        for o in a.get("artifacts") or [{}]:
+            rows.append(
+                [
+                    a["method"],
+                    what,
+                    o.get("file", "n/a"),
+                    f"{_num(o.get('before_sqnr_db'), '.1f')} -> {_num(o.get('after_sqnr_db'), '.1f')}",
+                    f"{_num(o.get('before_min_example_db'), '.1f')} -> {_num(o.get('after_min_example_db'), '.1f')}",
+                    f"{o['bytes_before']:,} -> {o['bytes_after']:,}" if o else "n/a",
+                    ("pass" if o.get("passed") else "FAIL") if o else "not exported",
+                ]
+            )
+    head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "verdict"]
+    return [(f"int8 repair (--repair {r.get('mode')}; kept: {r.get('applied') or 'none'})", head, rows)]
+
+
 def _summary_lines(report: ReportRecord) -> list[str]:
     m = report.model
     t = report.artifacts[0].parity.thresholds if report.artifacts else {}
@@ -195,6 +272,18 @@ def _summary_lines(report: ReportRecord) -> list[str]:
         f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
         f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
     ]
+    if report.repair:
+        lines.append(
+            f"- int8 repair: {report.repair.get('applied') or 'none passed'} (--repair {report.repair.get('mode')})"
+        )
+    outliers = [i for i in report.diagnosis.get("inputs", []) if i.get("outliers")]
+    if outliers:
+        lines.append(
+            "- outlier channels: "
+            + "; ".join(
+                f"{short_weight(i['weight'])} {', '.join(str(o['channel']) for o in i['outliers'])}" for i in outliers
+            )
+        )
     gates = sorted({g for a in report.artifacts for g in a.parity.gates})
     lines += [f"- gate: {g}" for g in gates]
     h = report.host
@@ -295,6 +384,21 @@ def regenerate(folder: Path) -> list[str]:
     return write_reports(report, folder)
 
 
+def _repair_summary(r: dict) -> list[str]:
+    """The CLI's lines on --repair: what each attempt changed and what it did to each artifact."""
+    lines = []
+    for a in r.get("attempts", []):
+        moved = sum(c["channels_rescaled"] for c in a.get("changes", []))
+        what = f"{moved} channels rescaled in {len(a['changes'])} weight pairs" if a.get("changes") else a.get("note")
+        done = ", ".join(
+            f"{o['file']} {_num(o['before_sqnr_db'], '.1f')} -> {_num(o['after_sqnr_db'], '.1f')} dB "
+            f"({'pass' if o['passed'] else 'FAIL'}, {o['bytes_after'] - o['bytes_before']:+,} B)"
+            for o in a.get("artifacts", [])
+        )
+        lines.append(f"repair {a['method']}: {what}" + (f"; {done}" if done else ""))
+    return lines
+
+
 def summary(report: dict) -> str:
     """The plain-text table the CLI prints after export and parity."""
     record = ReportRecord.from_json(report)
@@ -344,6 +448,7 @@ def summary(report: dict) -> str:
                 else ""
             )
         )
+    lines += _repair_summary(record.repair)
     h = record.host
     if h:
         modes = "; ".join(f"{k}: {v}" for k, v in (h.get("precision") or {}).items() if k == "onnxruntime")

@@ -1,0 +1,207 @@
+"""Where an int8 artifact's error comes from, measured on the fp32 model: the outlier channels of each
+quantized weight's input, each weight's share of the error, and how the error grows through the shared
+layer's depths, in PyTorch's emulation of each runtime's dynamic int8 (``quantize.simulate``).
+
+The gate still judges the real artifact in its real runtime; the diagnosis says why it scores what it
+does and which repair can help (``exporter.repair``). It runs on a sample of the parity texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from quantize.simulate import quantized
+
+from ..core.config import Backend
+from ..core.tasks import OutputKind
+from ..model.activations import ChannelRanges, channel_ranges
+from ..model.reference import Example, ExportWrapper
+from .attribution import WeightError, pooled_sqnr_db, weight_errors
+
+SAMPLE_TEXTS = 16  # enough texts to find a channel that dominates; a diagnosis must stay cheap beside export
+SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them must stay small
+# How each runtime quantizes activations at run time (quantize.simulate): ONNX Runtime per tensor, XNNPACK per token.
+GRANULARITY = {Backend.ONNX: "tensor", Backend.ORT: "tensor", Backend.EXECUTORCH: "token"}
+LISTED_OUTLIERS = 4  # channels named per weight input in a report
+
+
+@dataclass(frozen=True)
+class InputRange:
+    """One quantized weight's input: its channels' spread, at every depth, and the channels that dominate."""
+
+    weight: str
+    calls: int  # runs per forward: the depth for the shared layer's weights
+    spread: float  # largest channel's range over the median channel's, over every depth
+    spread_by_depth: tuple[float, ...]
+    outliers: tuple[tuple[int, float], ...]  # (channel, range over the median's), largest first
+
+    @classmethod
+    def of(cls, ranges: ChannelRanges) -> InputRange:
+        """The summary of ``ranges`` a report carries."""
+        by_depth = tuple(round(ChannelRanges(ranges.weight, row[None]).spread(), 2) for row in ranges.by_call)
+        named = tuple((c, round(r, 1)) for c, r in ranges.outliers()[:LISTED_OUTLIERS])
+        return cls(ranges.weight, ranges.calls, round(ranges.spread(), 2), by_depth, named)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "weight": self.weight,
+            "calls": self.calls,
+            "spread": self.spread,
+            "spread_by_depth": list(self.spread_by_depth),
+            "outliers": [{"channel": c, "ratio": r} for c, r in self.outliers],
+        }
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """One runtime's dynamic int8, emulated: the whole model's SQNR, per depth, and each weight's share."""
+
+    granularity: str  # quantize.simulate: tensor (ONNX Runtime) or token (XNNPACK)
+    sqnr_db: float
+    depth_sqnr_db: tuple[float, ...]  # the hidden state after each run of a shared layer
+    weights: tuple[WeightError, ...]
+
+    def worst(self) -> WeightError | None:
+        """The weight that costs most when quantized alone."""
+        return min(self.weights, key=lambda w: w.alone_db, default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "granularity": self.granularity,
+            "sqnr_db": _db(self.sqnr_db),
+            "depth_sqnr_db": [_db(d) for d in self.depth_sqnr_db],
+            "weights": [
+                {"weight": w.weight, "alone_db": _db(w.alone_db), "without_db": _db(w.without_db)} for w in self.weights
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The fp32 model's int8 weak points on ``texts`` parity texts, per runtime granularity."""
+
+    texts: int
+    inputs: tuple[InputRange, ...]
+    emulated: dict[str, Emulated] = field(default_factory=dict)  # by granularity
+
+    def outlier_inputs(self) -> list[InputRange]:
+        """The weight inputs with at least one outlier channel."""
+        return [i for i in self.inputs if i.outliers]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "texts": self.texts,
+            "inputs": [i.to_json() for i in self.inputs],
+            "emulated": {g: e.to_json() for g, e in self.emulated.items()},
+        }
+
+
+def _db(value: float) -> float | None:
+    return round(value, 2) if np.isfinite(value) else None
+
+
+def quantized_linears(model: torch.nn.Module) -> list[str]:
+    """The names of ``model``'s Linears, each once (a tied or shared weight is one module)."""
+    seen: set[int] = set()
+    names = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and id(module) not in seen:
+            seen.add(id(module))
+            names.append(name)
+    return names
+
+
+def _layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules whose every call is one depth of the shared layer (transformers' AlbertLayer)."""
+    return [m for m in model.modules() if type(m).__name__ == "AlbertLayer"]
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """The sample as one padded batch: each forward pass of the diagnosis runs every text at once."""
+
+    feeds: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # input_ids, attention_mask, token_type_ids
+    lengths: tuple[int, ...]
+    per_token: bool  # the task's outputs have one row per token (sliced to the real tokens)
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.feeds[1].bool()
+
+    @classmethod
+    def of(cls, examples: Sequence[Example], pad_id: int, per_token: bool) -> _Batch:
+        lengths = tuple(ex.length for ex in examples)
+        longest = max(lengths)
+        feeds = []
+        for name, fill in (("input_ids", pad_id), ("attention_mask", 0), ("token_type_ids", 0)):
+            rows = [np.pad(ex.feeds[name][0], (0, longest - ex.length), constant_values=fill) for ex in examples]
+            feeds.append(torch.from_numpy(np.stack(rows)))
+        return cls((feeds[0], feeds[1], feeds[2]), lengths, per_token)
+
+    def split(self, t: torch.Tensor) -> list[np.ndarray]:
+        """A batched tensor as each example's flat array (its real tokens only where ``per_token``)."""
+        t = t.detach().float()
+        rows = [t[i, :n] if self.per_token and t.dim() > 2 else t[i] for i, n in enumerate(self.lengths)]
+        return [r.reshape(-1).numpy() for r in rows]
+
+
+def _runner(model: torch.nn.Module, task, batch: _Batch) -> Callable[[], list[np.ndarray]]:
+    """A function that runs the batch through ``model`` as the artifact does and returns each example's
+    float outputs as one flat array."""
+    wrapper = ExportWrapper(model, task).eval()
+
+    @torch.no_grad()
+    def run() -> list[np.ndarray]:
+        got = [t for t in wrapper(*batch.feeds) if t.dtype.is_floating_point]
+        per = [batch.split(t) for t in got]
+        return [np.concatenate(parts) for parts in zip(*per)] if per else [np.zeros(0, np.float32)] * len(batch.lengths)
+
+    return run
+
+
+def _depth_states(model: torch.nn.Module, run: Callable[[], list[np.ndarray]], batch: _Batch) -> list[list[np.ndarray]]:
+    """[depth][example]: the hidden state after each run of the shared layer, in one ``run``."""
+    calls: list[list[np.ndarray]] = []
+
+    def hook(_module, _args, output) -> None:
+        hidden = output[0] if isinstance(output, tuple) else output
+        calls.append(dataclasses.replace(batch, per_token=True).split(hidden))
+
+    handles = [m.register_forward_hook(hook) for m in _layers(model)]
+    try:
+        run()
+    finally:
+        for h in handles:
+            h.remove()
+    return calls
+
+
+PER_TOKEN = (OutputKind.TOKEN_LOGITS, OutputKind.SPAN_LOGITS, OutputKind.HIDDEN_STATES)
+
+
+@torch.no_grad()
+def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str]) -> Diagnosis:
+    """The diagnosis of ``loaded``'s fp32 model (a LoadedModel) on ``examples`` for each runtime granularity."""
+    model = loaded.model
+    examples = list(examples)[:SAMPLE_TEXTS]
+    names = quantized_linears(model)
+    ranges = channel_ranges(model, examples)
+    inputs = tuple(InputRange.of(ranges[n]) for n in names if n in ranges)
+    pad = loaded.tokenizer.pad_token_id
+    batch = _Batch.of(examples, int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+    run = _runner(model, loaded.task, batch)
+    reference_states = _depth_states(model, run, batch)
+    emulated = {}
+    for g in granularities:
+        every, errors = weight_errors(model, names, run, g, batch.valid)
+        with quantized(model, names, g, batch.valid):
+            states = _depth_states(model, run, batch)
+        depth_db = tuple(pooled_sqnr_db(r, s) for r, s in zip(reference_states, states))
+        emulated[g] = Emulated(g, every, depth_db, tuple(errors))
+    return Diagnosis(len(examples), inputs, emulated)
