@@ -10,8 +10,7 @@ from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import tokenize
 from mobile_export.parity.texts import builtin_texts
 
-LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0"
-PLANTED = (3, 11)  # inside the embedding width (16) and the hidden width (32)
+from outlier_models import LAYER, PLANTED, plant_exact
 
 
 def _ranges(ckpt, plant: float | None = None):
@@ -58,24 +57,6 @@ def _outputs(loaded, examples):
     return run
 
 
-def _plant_exact(model, factor: float) -> None:
-    """Outlier channels that leave the fp32 function unchanged: the embeddings LayerNorm's channels PLANTED
-    scaled up and the projection's matching input columns scaled down; likewise the value projection's
-    output channels and the attention output's input columns (the attention mix is linear in the values)."""
-    pairs = [("albert.embeddings.LayerNorm", "albert.encoder.embedding_hidden_mapping_in"),
-             (f"{LAYER}.attention.value", f"{LAYER}.attention.dense")]
-    with torch.no_grad():
-        for producer, consumer in pairs:
-            p, c = model.get_submodule(producer), model.get_submodule(consumer)
-            for ch in PLANTED:
-                if isinstance(p, torch.nn.Linear):
-                    p.weight[ch, :] *= factor
-                else:
-                    p.weight[ch] *= factor
-                p.bias[ch] *= factor
-                c.weight[:, ch] /= factor
-
-
 def test_the_weights_reading_outliers_carry_the_error(tiny_checkpoint):
     from mobile_export.parity.attribution import weight_errors
 
@@ -84,7 +65,7 @@ def test_the_weights_reading_outliers_carry_the_error(tiny_checkpoint):
     names = [n for n, m in loaded.model.named_modules() if isinstance(m, torch.nn.Linear)]
     clean, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
     before = _outputs(loaded, examples)()
-    _plant_exact(loaded.model, 50.0)
+    plant_exact(loaded.model, 50.0)
     after = _outputs(loaded, examples)()
     assert max(float(abs(a - b).max()) for a, b in zip(before, after)) < 1e-4  # the fp32 function is unchanged
     ranges = channel_ranges(loaded.model, examples)
@@ -131,7 +112,7 @@ def test_smoothing_folds_the_planted_channels_back_exactly(tiny_checkpoint):
     examples = tokenize(loaded.tokenizer, builtin_texts()[:12], 64)
     names = [n for n, m in loaded.model.named_modules() if isinstance(m, torch.nn.Linear)]
     clean, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
-    _plant_exact(loaded.model, 50.0)
+    plant_exact(loaded.model, 50.0)
     before = _outputs(loaded, examples)()
     planted, _ = weight_errors(loaded.model, names, _outputs(loaded, examples), "tensor")
     assert len(foldable_pairs(loaded.model)) == 2  # the embeddings LayerNorm -> projection; value -> dense
