@@ -239,13 +239,14 @@ def _repair(
     progress: Progress,
     sample: list[Example],
 ) -> tuple[list[tuple[Backend, Path, ExportStats, float]], list[ArtifactResult], Tally, dict, RepairRecord]:
-    """Each repair of ``options.repair`` in order of cost on the artifacts the gate refused, until they pass:
-    the artifacts to keep (the last attempt's), their check, and the record of what was tried."""
+    """Each repair of ``options.repair`` in order of cost, while the gate refuses an artifact: the artifacts to
+    keep (the last attempt's), their check, and the record of what was tried."""
     record = RepairRecord(options.repair.value)
     for method in METHODS[options.repair]:
-        bad = {r.backend for r in failing(results)}
-        if not bad:
+        if not failing(results):
             break
+        # every artifact is re-exported, not only the refused ones: an export's artifacts come from one model
+        bad = {r.backend for r in results}
         progress.say(f"repair: {', '.join(r.file for r in failing(results))} failed the gate; trying {method}")
         with progress.step("repair (smooth): smoothing scales folded into the weights"):
             fixed, folds = smoothed(loaded, sample)
