@@ -45,13 +45,14 @@ def main() -> None:
     ap.add_argument("--factor", type=float, default=50.0)
     ap.add_argument("--data")
     ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--modes", default="off,auto", help="--repair values to export with, in order")
     args = ap.parse_args()
     ckpt = args.work / f"planted-{args.factor:g}x"
     if not ckpt.exists():
         planted_checkpoint(args.checkpoint, ckpt, args.factor)
     print(f"{'mode':<6}{'file':<12}{'SQNR':>8}{'lowest':>9}{'agree':>9}{'accuracy (fp32)':>20}{'bytes':>12}"
           f"{'RAM MiB':>9}{'export s':>9}  verdict")
-    for mode in (Repair.OFF, Repair.AUTO):
+    for mode in [Repair(m) for m in args.modes.split(",")]:
         out = args.work / f"out-{mode.value}"
         t0 = time.monotonic()
         try:
