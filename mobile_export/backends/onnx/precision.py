@@ -8,8 +8,10 @@ option ``session.x64quantprecision`` = "1": its ``Avx2WeightS8ToU8Transformer`` 
 to u8 (``w ^ 0x80`` with the zero point moved by 128, the same integers) so the u8 x u8 kernel runs.
 It only reaches a weight stored in the graph of the node that reads it, and the export's ONNX ``Loop``
 body reads the shared layer from the main graph (so that ONNX Runtime prepacks it once): the body's
-MatMulIntegers would keep their s8 weights and saturate. ``exact_model`` does the same rewrite for
-them, in the main graph, before ONNX Runtime reads the model; the artifact's file is not changed.
+MatMulIntegers would keep their s8 weights and saturate; ONNX Runtime's own rewrite also fails on a weight
+several main-graph nodes read (an unrolled shared layer), and cannot reach a tied decoder's
+``Transpose(table)``. ``exact_model`` does the rewrite for every weight before ONNX Runtime reads the model
+(the artifact's file is not changed); a .ort is converted from it.
 
 One place decides: ``precision_for(host)``; every session the project makes comes from ``session``.
 """
@@ -111,16 +113,12 @@ def exact_model(path: Path, everywhere: bool = False):
             u8[tensor.name] = new.name
         return u8[tensor.name]
 
-    for node, scope in _weight_uses(model, everywhere):
-        w_index, zp_index = _WEIGHT_INPUTS[node.op_type]
-        weight = scope[node.input[w_index]]
-        arr = read(weight)
-        if arr.min() >= _S7[0] and arr.max() <= _S7[1]:
-            continue  # 7-bit weights cannot saturate: ONNX Runtime leaves them too
+    def zero_point_as_u8(node, scope) -> bool:
+        """Move ``node``'s weight zero point to u8 (False: it is not a stored int8 constant)."""
+        zp_index = _WEIGHT_INPUTS[node.op_type][1]
         zp = node.input[zp_index] if len(node.input) > zp_index else ""
         if zp and (zp not in scope or scope[zp].data_type != _INT8):
-            continue  # a zero point that is not a stored int8 constant: leave the node as it is
-        node.input[w_index] = twin(weight)
+            return False
         if zp:
             node.input[zp_index] = twin(scope[zp])
         else:  # no zero point means 0 in s8, 128 in u8
@@ -129,10 +127,64 @@ def exact_model(path: Path, everywhere: bool = False):
             zero = onnx.helper.make_tensor("s8_zero", _INT8, [], [0])
             values.setdefault(zero.name, np.zeros((), np.int8))
             node.input.append(twin(zero))
+        return True
+
+    for node, scope in _weight_uses(model, everywhere):
+        w_index = _WEIGHT_INPUTS[node.op_type][0]
+        weight = scope[node.input[w_index]]
+        arr = read(weight)
+        if arr.min() >= _S7[0] and arr.max() <= _S7[1]:
+            continue  # 7-bit weights cannot saturate: ONNX Runtime leaves them too
+        if zero_point_as_u8(node, scope):
+            node.input[w_index] = twin(weight)
+    if everywhere:
+        _tied_tables_as_u8(model, read, twin, zero_point_as_u8)
     if not u8:
         return None
     _drop_unused(model)
     return model
+
+
+def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
+    """A tied decoder multiplies by ``Transpose(table)`` of the int8 word table (``share_transposed_tables``),
+    which no initializer rewrite reaches: the Transpose reads the table's u8 twin instead, and so do the
+    table's lookups, each shifted back by 128 after its Cast to float, so the table is still stored once."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    main = {i.name: i for i in graph.initializer}
+    producer = {o: n for n in graph.node for o in n.output}
+    for node in list(graph.node):
+        t = producer.get(node.input[1]) if node.op_type == "MatMulInteger" else None
+        if t is None or t.op_type != "Transpose" or t.input[0] not in main or main[t.input[0]].data_type != _INT8:
+            continue
+        table = main[t.input[0]]
+        arr = read(table)
+        if (arr.min() >= _S7[0] and arr.max() <= _S7[1]) or not zero_point_as_u8(node, main):
+            continue
+        t.input[0] = twin(table)
+        for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0] == table.name]:
+            readers = [n for n in graph.node if gather.output[0] in n.input]
+            if not all(r.op_type == "Cast" and _cast_to(r) == 1 for r in readers):  # 1: FLOAT
+                continue  # a lookup not cast straight to float keeps the s8 table (then stored twice)
+            gather.input[0] = twin(table)
+            stale = [v for v in graph.value_info if v.name == gather.output[0]]  # it said int8: now u8
+            for v in stale:
+                graph.value_info.remove(v)
+            for cast in readers:
+                shifted = cast.output[0]
+                cast.output[0] = shifted + "_u8"
+                offset = "u8_table_offset"
+                if offset not in main:
+                    main[offset] = numpy_helper.from_array(np.array(128.0, dtype=np.float32), offset)
+                    graph.initializer.append(main[offset])
+                sub = helper.make_node("Sub", [cast.output[0], offset], [shifted], name=shifted + "_s8")
+                graph.node.insert(list(graph.node).index(cast) + 1, sub)
+
+
+def _cast_to(node) -> int | None:
+    return next((a.i for a in node.attribute if a.name == "to"), None)
 
 
 def _drop_unused(model) -> None:
@@ -169,7 +221,10 @@ def session(path: Path, threads: int | None = None, precision: Precision | None 
     if precision is Precision.EXACT:
         opts.add_session_config_entry(OPTION, "1")
         if Path(path).suffix == ".onnx":
-            source = exact_source(Path(path), opts)
+            # every weight, not only the Loop body's: ONNX Runtime's own conversion fails on a weight that
+            # several nodes of the main graph read ("Attempt to replace the existing tensor", an unrolled
+            # layer), and cannot reach a tied decoder's Transpose(table)
+            source = exact_source(Path(path), opts, everywhere=True)
     return ort.InferenceSession(source, sess_options=opts, providers=["CPUExecutionProvider"])
 
 
