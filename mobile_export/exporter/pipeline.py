@@ -248,7 +248,7 @@ def _repair(
         # every artifact is re-exported, not only the refused ones: an export's artifacts come from one model
         bad = {r.backend for r in results}
         progress.say(f"repair: {', '.join(r.file for r in failing(results))} failed the gate; trying {method}")
-        with progress.step("repair (smooth): smoothing scales folded into the weights"):
+        with progress.step(f"repair ({method}): smoothing scales folded into the weights"):
             fixed, folds = smoothed(loaded, sample)
         attempt = Attempt(method, fold_changes(folds))
         record.attempts.append(attempt)

@@ -67,10 +67,6 @@ class Emulated:
     depth_sqnr_db: tuple[float, ...]  # the hidden state after each run of a shared layer
     weights: tuple[WeightError, ...]
 
-    def worst(self) -> WeightError | None:
-        """The weight that costs most when quantized alone."""
-        return min(self.weights, key=lambda w: w.alone_db, default=None)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "granularity": self.granularity,
@@ -89,10 +85,6 @@ class Diagnosis:
     texts: int
     inputs: tuple[InputRange, ...]
     emulated: dict[str, Emulated] = field(default_factory=dict)  # by granularity
-
-    def outlier_inputs(self) -> list[InputRange]:
-        """The weight inputs with at least one outlier channel."""
-        return [i for i in self.inputs if i.outliers]
 
     def to_json(self) -> dict[str, Any]:
         return {
