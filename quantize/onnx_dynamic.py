@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from .schemes import INT8_DYNAMIC_PER_CHANNEL, Scheme
 
@@ -167,13 +170,62 @@ def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:
     )
 
 
-def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL) -> OnnxQuantStats:
+# metadata_props key: the weight initializers a repair keeps in fp32 on purpose (the coverage check accepts
+# exactly those; any other fp32 weight MatMul in an int8 file is still a defect)
+FP32_WEIGHTS_KEY = "mobile_export.fp32_weights"
+
+
+def kept_matmuls(model, keep: Sequence[np.ndarray]) -> tuple[list[str], list[str]]:
+    """(names of the MatMul/Gemm nodes whose constant weight is one of ``keep``, those weights' initializer
+    names); ``keep`` holds torch Linear weights as ``[out, in]`` arrays, found by value, not by name (the
+    exporter renames and de-duplicates initializers). Unnamed matching nodes are given a name."""
+    from onnx import numpy_helper
+
+    if not keep:
+        return [], []
+    arrays = {}
+    for graph, _ in graphs(model.graph):
+        for init in graph.initializer:
+            arrays[init.name] = init
+    wanted = [np.ascontiguousarray(k, dtype=np.float32) for k in keep]
+    matches: dict[tuple[str, bool], bool] = {}
+
+    def is_kept(name: str, transposed: bool) -> bool:
+        if (name, transposed) not in matches:
+            init = arrays.get(name)
+            value = numpy_helper.to_array(init) if init is not None and init.data_type == 1 else None
+            stored = value.T if value is not None and transposed and value.ndim == 2 else value
+            matches[(name, transposed)] = stored is not None and any(
+                w.shape == stored.shape and np.array_equal(w, stored) for w in wanted
+            )
+        return matches[(name, transposed)]
+
+    nodes, weights = [], set()
+    fresh = unique_namer({n.name for graph, _ in graphs(model.graph) for n in graph.node})
+    for graph, constants in graphs(model.graph):
+        for node in graph.node:
+            if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2 or node.input[1] not in constants:
+                continue
+            trans_b = node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
+            if is_kept(node.input[1], transposed=not trans_b):  # MatMul stores [in, out]: the Linear's transpose
+                if not node.name:
+                    node.name = fresh(f"{node.op_type}_fp32")
+                nodes.append(node.name)
+                weights.add(node.input[1])
+    return nodes, sorted(weights)
+
+
+def quantize_file(
+    src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL, keep: Sequence[np.ndarray] = ()
+) -> OnnxQuantStats:
     """Quantize ``src`` (fp32 ONNX) into ``dst`` with ONNX Runtime dynamic quantization.
 
     Args:
         src: fp32 model; it is de-duplicated first (written to ``dst`` as an intermediate).
         dst: where the int8 model is written (no external data).
         scheme: only ``INT8_DYNAMIC_PER_CHANNEL`` is implemented.
+        keep: Linear weights (``[out, in]``) whose MatMuls stay fp32 (a repair's mixed precision); they are
+            recorded in the file's metadata under ``FP32_WEIGHTS_KEY``.
     """
     if scheme != INT8_DYNAMIC_PER_CHANNEL:
         raise ValueError(f"ONNX side implements {INT8_DYNAMIC_PER_CHANNEL.name} only, not {scheme.name}")
@@ -181,6 +233,15 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     prepared = prepare_file(src, dst)
+    excluded: list[str] = []
+    if keep:
+        model = onnx.load(str(dst))
+        excluded, found = kept_matmuls(model, keep)
+        if len(found) < len(keep):
+            raise ValueError(f"{len(keep) - len(found)} weight(s) to keep in fp32 are not in the graph")
+        onnx.save(model, str(dst))
+        # ONNX Runtime's dynamic quantizer first rewrites each Gemm as a MatMul named "<name>_MatMul"
+        excluded += [f"{name}_MatMul" for name in excluded]
     # ORT's own option names; translated from the scheme in this one place.
     extra = {
         "WeightSymmetric": scheme.weight_symmetric,
@@ -200,11 +261,27 @@ def quantize_file(src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNE
             weight_type=QuantType.QInt8,
             per_channel=scheme.per_channel,
             op_types_to_quantize=["MatMul", "Gemm"],
+            nodes_to_exclude=excluded,
             extra_options=extra,
         )
     finally:
         root.setLevel(level)
-    return replace(prepared, quantized_matmuls=count_ops(onnx.load(str(dst)), "MatMulInteger"))
+    written = onnx.load(str(dst))
+    kept_weights = sorted(
+        {
+            node.input[1]
+            for graph, constants in graphs(written.graph)
+            for node in graph.node
+            if node.name in excluded and node.op_type in ("MatMul", "Gemm") and node.input[1] in constants
+        }
+    )
+    if keep and len(kept_weights) < len(keep):
+        raise ValueError(f"{len(keep) - len(kept_weights)} weight(s) kept in fp32 were quantized after all")
+    if kept_weights:
+        entry = written.metadata_props.add()
+        entry.key, entry.value = FP32_WEIGHTS_KEY, ",".join(kept_weights)
+        onnx.save(written, str(dst))
+    return replace(prepared, quantized_matmuls=count_ops(written, "MatMulInteger"))
 
 
 def share_transposed_tables(model) -> int:

@@ -146,14 +146,14 @@ def _artifact_cache(tmp_path_factory):
 
     real = pipeline.export_one
 
-    def export_one(backend, wrapper, options, loaded, max_len, staging, progress):
+    def export_one(backend, wrapper, options, loaded, max_len, staging, progress, keep=()):
         if _LOWER_FRESH[0]:
-            return real(backend, wrapper, options, loaded, max_len, staging, progress)
+            return real(backend, wrapper, options, loaded, max_len, staging, progress, keep)
         key = (backend.value, _module_digest(wrapper), options.quant.value, options.pte_entry,
-               options.int4_group_size, options.int4_kernel, max_len)
+               options.int4_group_size, options.int4_kernel, max_len, tuple(keep))
 
         def build(dest: Path):
-            _, path, stats, seconds = real(backend, wrapper, options, loaded, max_len, dest, progress)
+            _, path, stats, seconds = real(backend, wrapper, options, loaded, max_len, dest, progress, keep)
             return [str(p) for p in backends.artifact_files(path)], path.name, stats, seconds
 
         files, name, stats, seconds = _built_once(tmp_path_factory, f"artifact-{backend.value}", key, build)

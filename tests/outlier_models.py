@@ -29,13 +29,24 @@ def plant_exact(model, factor: float) -> None:
                 c.weight[:, ch] /= factor
 
 
-def planted_checkpoint(source: Path, dest: Path, factor: float) -> Path:
-    """A copy of the checkpoint folder ``source`` at ``dest`` with ``plant_exact(factor)`` applied."""
+def plant_residual(model, factor: float) -> None:
+    """Outlier channels in the residual stream, which no rescaling folds exactly: the shared layer's last
+    LayerNorm's channels PLANTED scaled up (its output is the next depth's query/key/value input, the residual
+    the next depth adds to, and the pooler's input). The fp32 function changes: this is another model."""
+    norm = model.get_submodule(f"{LAYER}.full_layer_layer_norm")
+    with torch.no_grad():
+        for c in PLANTED:
+            norm.weight[c] *= factor
+            norm.bias[c] *= factor
+
+
+def planted_checkpoint(source: Path, dest: Path, factor: float, plant=plant_exact) -> Path:
+    """A copy of the checkpoint folder ``source`` at ``dest`` with ``plant(model, factor)`` applied."""
     from mobile_export.model.loading import load_checkpoint
 
     shutil.copytree(source, dest)
     loaded = load_checkpoint(str(source))
-    plant_exact(loaded.model, factor)
+    plant(loaded.model, factor)
     for stale in dest.glob("*.safetensors"):
         stale.unlink()
     loaded.model.save_pretrained(dest)

@@ -10,17 +10,13 @@ from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import tokenize
 from mobile_export.parity.texts import builtin_texts
 
-from outlier_models import LAYER, PLANTED, plant_exact
+from outlier_models import LAYER, PLANTED, plant_exact, plant_residual
 
 
 def _ranges(ckpt, plant: float | None = None):
     loaded = load_checkpoint(ckpt)
     if plant:  # the shared layer's last LayerNorm: its output is the next depth's query/key/value input
-        norm = loaded.model.get_submodule(f"{LAYER}.full_layer_layer_norm")
-        with torch.no_grad():
-            for c in PLANTED:
-                norm.weight[c] *= plant
-                norm.bias[c] *= plant
+        plant_residual(loaded.model, plant)
     return channel_ranges(loaded.model, tokenize(loaded.tokenizer, builtin_texts()[:12], 64)), loaded
 
 

@@ -13,7 +13,8 @@ from mobile_export.core.config import Repair
 from mobile_export.core.errors import ExitCode, ParityError
 from mobile_export.core.fsutil import sha256_file
 from mobile_export.reports import summary
-from outlier_models import LAYER, PLANTED, planted_checkpoint
+from mobile_export.exporter.repair import NOTHING_TO_FOLD, NOTHING_TO_KEEP
+from outlier_models import LAYER, PLANTED, plant_residual, planted_checkpoint
 
 READERS = ("albert.encoder.embedding_hidden_mapping_in", f"{LAYER}.attention.dense")
 
@@ -88,8 +89,10 @@ def test_a_broken_artifact_is_still_refused_with_repair_on(planted, tmp_path, mo
     with pytest.raises(ParityError, match="parity check failed"):
         export(planted, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
     failed = _failed_report(out)
-    (attempt,) = failed["repair"]["attempts"]
-    assert attempt["method"] == "smooth" and attempt["changes"] and not attempt["passed"]
+    smooth, mixed = failed["repair"]["attempts"]
+    assert smooth["method"] == "smooth" and smooth["changes"] and not smooth["passed"]
+    # the emulated int8 of the (smoothed) model clears the gate: no weight is kept fp32, nothing re-exported
+    assert mixed["method"] == "mixed" and mixed["note"] == NOTHING_TO_KEEP and not mixed["artifacts"]
     assert failed["repair"]["applied"] is None and not failed["passed"]
 
 
@@ -107,3 +110,61 @@ def test_a_model_that_passes_plain_int8_is_not_touched(tiny_checkpoint, tmp_path
         inputs = result.report["diagnosis"]["inputs"]
         assert inputs and not any(i["outliers"] for i in inputs)
     assert digests[Repair.OFF] == digests[Repair.AUTO]
+
+
+@pytest.fixture(scope="module")
+def residual(tiny_checkpoint, tmp_path_factory):
+    """A tiny classifier with 20x outlier channels in the residual stream (no exact fold exists)."""
+    source = tiny_checkpoint("text-classification")
+    return planted_checkpoint(source, tmp_path_factory.mktemp("residual") / "ckpt", 20.0, plant_residual)
+
+
+def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual, shared_export):
+    result = shared_export(residual, ExportOptions(measure_memory=False))
+    report = result.report
+    assert result.passed and report["repair"]["applied"] == "mixed"
+    smooth, mixed = report["repair"]["attempts"]
+    assert smooth["note"] == NOTHING_TO_FOLD and not smooth["artifacts"]
+    (change,) = mixed["changes"]  # only the .onnx (per-tensor activations) failed; the .pte passed plain
+    assert change["granularity"] == "tensor" and change["artifacts"] == ["model.onnx"] and change["target_met"]
+    kept = change["fp32_weights"]
+    assert f"{LAYER}.attention.query" in kept  # the weight that reads the planted channels
+    linears = [i["weight"] for i in report["diagnosis"]["inputs"]]
+    assert 0 < len(kept) < len(linears) and set(kept) <= set(linears)
+    print(f"kept fp32: {kept}")
+    (o,) = mixed["artifacts"]
+    assert o["file"] == "model.onnx" and o["before_sqnr_db"] < 20 <= o["after_sqnr_db"] and o["passed"], o
+    assert o["bytes_before"] < o["bytes_after"]  # fp32 weights cost bytes, and the report says how many
+    onnx = next(a for a in report["artifacts"] if a["file"] == "model.onnx")
+    cov = onnx["parity"]["coverage"]
+    # every weight MatMul is int8 or one the file declares kept fp32 (the shared layer's weights count once)
+    assert cov["fp32_weight_matmuls"] == 0 and cov["kept_fp32_weight_matmuls"] == len(kept) and onnx["parity"]["passed"]
+    assert len(cov["kept_fp32_weights"]) == len(kept)
+    pte = next(a for a in report["artifacts"] if a["file"] == "model.pte")
+    assert pte["parity"]["passed"] and pte["sha256"] == sha256_file(result.out / "model.pte")
+    md = (result.out / "report.md").read_text()
+    assert "int8 repair (--repair auto; kept: mixed)" in md and "kept in fp32 (model.onnx)" in md
+    assert "repair mixed: fp32 for ONNX Runtime" in summary(report)
+
+
+def test_an_fp32_weight_the_file_does_not_declare_is_still_refused(residual, shared_export, tmp_path):
+    """The coverage check accepts the repaired .onnx's fp32 MatMuls only because the file declares them:
+    the same file without the declaration is an int8 artifact with weights left fp32, and fails."""
+    import onnx
+
+    from mobile_export.backends import onnx as onnx_backend
+    from mobile_export.core.config import Quant
+    from quantize.onnx_dynamic import FP32_WEIGHTS_KEY
+
+    result = shared_export(residual, ExportOptions(measure_memory=False))
+    declared = onnx_backend.coverage(result.out / "model.onnx", Quant.INT8)
+    assert declared.kept_fp32_weight_matmuls > 0 and not declared.problems
+    model = onnx.load(str(result.out / "model.onnx"))
+    kept = [p for p in model.metadata_props if p.key != FP32_WEIGHTS_KEY]
+    assert len(kept) == len(model.metadata_props) - 1
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    stripped = onnx_backend.coverage(tmp_path / "model.onnx", Quant.INT8)
+    assert stripped.kept_fp32_weight_matmuls == 0
+    assert stripped.fp32_weight_matmuls == declared.kept_fp32_weight_matmuls and stripped.problems

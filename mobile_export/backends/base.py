@@ -10,6 +10,7 @@ format's package.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
@@ -68,11 +69,14 @@ class MatmulCoverage:
     fp32_weight_matmuls: int
     fp32_weight_matmul_nodes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    kept_fp32_weight_matmuls: int = 0  # left fp32 on purpose: the weights the file declares (a repair's)
+    kept_fp32_weights: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line for a report."""
         quantized = "quantized" if self.quant is Quant.FP32 else self.quant.value
-        return f"{self.quantized_weight_matmuls} {quantized} / {self.fp32_weight_matmuls} fp32 weight MatMuls"
+        kept = f" (+{self.kept_fp32_weight_matmuls} kept fp32 by repair)" if self.kept_fp32_weight_matmuls else ""
+        return f"{self.quantized_weight_matmuls} {quantized} / {self.fp32_weight_matmuls} fp32 weight MatMuls{kept}"
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def coverage_from_dict(data: dict[str, Any], quant: str | None) -> Coverage:
         int(data["fp32_weight_matmuls"]),
         tuple(data.get("fp32_weight_matmul_nodes", ())),
         tuple(data.get("problems", ())),
+        int(data.get("kept_fp32_weight_matmuls", 0)),
+        tuple(data.get("kept_fp32_weights", ())),
     )
 
 
@@ -134,9 +140,11 @@ class Format(Protocol):
         group_size: int | None = None,
         int4_kernel: str | None = None,
         entry: str = "loop",
+        keep: Sequence[str] = (),
     ) -> ExportStats:
         """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json).
-        ``entry`` (``--pte-entry``) shapes a program of methods; a one-graph format ignores it."""
+        ``entry`` (``--pte-entry``) shapes a program of methods; a one-graph format ignores it.
+        ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32 (a repair's mixed precision)."""
         ...
 
     def files(self, path: Path) -> list[Path]:

@@ -28,6 +28,7 @@ class Repair(str, Enum):
     AUTO = "auto"  # every repair below, in order of cost, until the gate passes
     OFF = "off"  # refuse, as the gate decides
     SMOOTH = "smooth"  # rescalings that leave the fp32 function unchanged, folded exactly into the weights
+    MIXED = "mixed"  # the fewest Linears kept in fp32 that let the rest pass (emulated, then the real gate)
 
     def __str__(self) -> str:
         return self.value

@@ -39,7 +39,20 @@ from ..reports.assembly import build_report
 from ..reports.size import size_entry
 from .check import check_artifacts
 from .manifest import build_manifest
-from .repair import METHODS, NOTHING_TO_FOLD, Attempt, RepairRecord, failing, fold_changes, outcome, smoothed
+from .repair import (
+    METHODS,
+    MIXED_MARGINS_DB,
+    NO_LARGER_SET,
+    NOTHING_TO_FOLD,
+    NOTHING_TO_KEEP,
+    Attempt,
+    RepairRecord,
+    failing,
+    fold_changes,
+    fp32_fallback,
+    outcome,
+    smoothed,
+)
 
 # Every name an export may write: with --overwrite, the ones this export does not write are removed.
 OUTPUT_NAMES = tuple(n for info in backends.BACKENDS.values() for n in info.output_names) + (
@@ -223,7 +236,7 @@ def _diagnose(
         return None
     granularities = sorted({GRANULARITY[b] for b in options.backends})
     with progress.step(f"int8 diagnosis on {len(sample)} texts (emulated: {', '.join(granularities)})"):
-        return diagnose(loaded, sample, granularities)
+        return diagnose(loaded, sample, granularities, options.quantize_embeddings)
 
 
 def _repair(
@@ -242,30 +255,71 @@ def _repair(
     """Each repair of ``options.repair`` in order of cost, while the gate refuses an artifact: the artifacts to
     keep (the last attempt's), their check, and the record of what was tried."""
     record = RepairRecord(options.repair.value)
-    for method in METHODS[options.repair]:
+    current = loaded  # a later method starts from what an earlier one changed in the model
+    tried: dict[Backend, set[tuple[str, ...]]] = {}  # the fp32 sets each artifact was exported with
+    steps = [(m, margin) for m in METHODS[options.repair] for margin in (MIXED_MARGINS_DB if m == "mixed" else (0.0,))]
+    for method, margin in steps:
         if not failing(results):
             break
-        # every artifact is re-exported, not only the refused ones: an export's artifacts come from one model
-        bad = {r.backend for r in results}
         progress.say(f"repair: {', '.join(r.file for r in failing(results))} failed the gate; trying {method}")
-        with progress.step(f"repair ({method}): smoothing scales folded into the weights"):
-            fixed, folds = smoothed(loaded, sample)
-        attempt = Attempt(method, fold_changes(folds))
+        if method == "smooth":
+            with progress.step("repair (smooth): smoothing scales folded into the weights"):
+                fixed, folds = smoothed(current, sample)
+            attempt = Attempt(method, fold_changes(folds), NOTHING_TO_FOLD if not folds else "")
+            # every artifact is re-exported: an export's artifacts come from one model
+            redo: dict[Backend, tuple[str, ...]] = {r.backend: () for r in results} if folds else {}
+        else:
+            fixed = current
+            if any(a.note == NOTHING_TO_KEEP for a in record.attempts):
+                break  # int8 is not what the gate refuses: a larger margin cannot help
+            attempt, redo = _mixed(current, failing(results), options, sample, progress, margin)
+            if redo and all(keep in tried.get(b, set()) for b, keep in redo.items()):
+                attempt.note, redo = NO_LARGER_SET, {}
         record.attempts.append(attempt)
-        if not folds:
-            attempt.note = NOTHING_TO_FOLD
+        if not redo:
             continue
-        wrapper, _ = export_module(fixed, options)
+        for b, keep in redo.items():
+            tried.setdefault(b, set()).add(keep)
+        current = fixed
+        wrapper, _ = export_module(current, options)
         exported = [
-            export_one(b, wrapper, options, fixed, max_len, staging, progress) if b in bad else (b, p, st, sec)
-            for b, p, st, sec in exported
+            export_one(b, wrapper, options, current, max_len, staging, progress, keep=redo[b]) if b in redo else e
+            for e in exported
+            for b in [e[0]]
         ]
         del wrapper
         before = {r.backend: r for r in results}
         results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
-        attempt.outcomes = [outcome(before[r.backend], r) for r in results if r.backend in bad]
+        attempt.outcomes = [outcome(before[r.backend], r) for r in results if r.backend in redo]
     progress.say(f"repair: {record.headline()}")
     return exported, results, run, parity_data, record
+
+
+def _mixed(
+    current: LoadedModel,
+    refused: list[ArtifactResult],
+    options: ExportOptions,
+    sample: list[Example],
+    progress: Progress,
+    margin_db: float,
+) -> tuple[Attempt, dict[Backend, tuple[str, ...]]]:
+    """The mixed-precision attempt: per runtime granularity of the refused artifacts, the Linears kept fp32
+    (emulated), and the weights each refused artifact is re-exported with."""
+    thresholds = options.thresholds_for(current.task.kind.value)
+    choices = {}
+    for g in sorted({GRANULARITY[r.backend] for r in refused}):
+        with progress.step(
+            f"repair (mixed): the fewest weights to keep fp32 ({g} activations, emulated, {margin_db:g} dB margin)"
+        ):
+            choices[g] = fp32_fallback(current, sample, g, thresholds, options.quantize_embeddings, margin_db)
+    changes = [
+        {**c.to_json(), "artifacts": [r.file for r in refused if GRANULARITY[r.backend] == g]}
+        for g, c in choices.items()
+    ]
+    if not any(c.weights for c in choices.values()):  # int8 is not what the gate refuses: nothing to keep
+        return Attempt("mixed", changes, NOTHING_TO_KEEP), {}
+    redo = {r.backend: choices[GRANULARITY[r.backend]].weights for r in refused}
+    return Attempt("mixed", changes), redo
 
 
 def _write_assets(loaded: LoadedModel, staging: Path, max_len: int, progress: Progress) -> list[str]:
@@ -394,8 +448,10 @@ def export_one(
     max_len: int,
     staging: Path,
     progress: Progress,
+    keep: tuple[str, ...] = (),
 ) -> tuple[Backend, Path, ExportStats, float]:
-    """Export one artifact into ``staging``: (backend, path, export stats, seconds)."""
+    """Export one artifact into ``staging``: (backend, path, export stats, seconds); ``keep``: int8 Linear
+    modules left fp32 (a repair's mixed precision), by name in the model."""
     quant = options.quant
     info = backends.get_info(backend)
     module = backends.load(backend)
@@ -413,7 +469,9 @@ def export_one(
                 if quant is Quant.INT4
                 else {}
             )
-            stats = module.export(wrapper, example, dyn, quant, dest, progress, **int4, entry=options.pte_entry)
+            stats = module.export(
+                wrapper, example, dyn, quant, dest, progress, **int4, entry=options.pte_entry, keep=keep
+            )
     except MobileExportError:
         raise
     except Exception as exc:

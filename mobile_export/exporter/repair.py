@@ -5,6 +5,11 @@ by the same gate against the same fp32 reference as the plain one.
 its scales from the input ranges of the diagnosis sample over every depth of the shared layer at once. The
 fp32 function is unchanged, the graph is the plain one's (same operators, shapes and bytes per weight), so
 the artifact keeps every property of a plain export.
+
+``mixed``: the smallest set of Linears kept in fp32 whose emulated int8 (``parity.diagnosis.Emulation``, the
+runtime's activation granularity) clears the gate with a margin: weights ranked by what keeping each alone in
+fp32 recovers, added until the target is met, then each dropped again if the rest still meet it. A shared
+layer's weight counts once, whatever the depth. For outliers no rescaling can fold (the residual stream).
 """
 
 from __future__ import annotations
@@ -20,17 +25,35 @@ import torch
 
 from quantize.smooth import Fold, foldable_pairs, smooth
 
-from ..core.config import Repair
+from ..core.config import Repair, Thresholds
 from ..model.activations import OUTLIER_RATIO, channel_ranges
 from ..model.loading import LoadedModel
 from ..model.reference import Example
 from ..parity.artifact import ArtifactResult
+from ..parity.diagnosis import Emulation, quantized_linears
 
 NOTHING_TO_FOLD = (
     "nothing to fold: no outlier channel at an input the graph rescales exactly (the embedding projection, "
     "the attention output)"
 )
-METHODS: dict[Repair, tuple[str, ...]] = {Repair.AUTO: ("smooth",), Repair.SMOOTH: ("smooth",), Repair.OFF: ()}
+NO_LARGER_SET = "a larger margin chose no weight beyond the ones already tried"
+NOTHING_TO_KEEP = (
+    "nothing to keep in fp32: the emulated int8 of every weight already clears the gate, so int8 is not what "
+    "the gate refuses (check the weights that were exported)"
+)
+METHODS: dict[Repair, tuple[str, ...]] = {
+    Repair.AUTO: ("smooth", "mixed"),
+    Repair.SMOOTH: ("smooth",),
+    Repair.MIXED: ("mixed",),
+    Repair.OFF: (),
+}
+# dB above the gate's SQNR limits the emulated int8 of a mixed-precision choice must reach, one round each
+# while the real gate still refuses: the emulation is within ~3 dB of the real runtime on the same texts
+# (tests/test_outliers.py), but the sample is 16 texts and the gate also judges each length bucket
+MIXED_MARGINS_DB = (6.0, 12.0)
+# where what stays int8 whatever is kept (the word table) limits the emulated SQNR, the target is this far
+# below what keeping every Linear reaches
+CEILING_SLACK_DB = 1.0
 
 
 @dataclass(frozen=True)
@@ -149,3 +172,74 @@ def outcome(before: ArtifactResult, after: ArtifactResult) -> Outcome:
         bytes_before=before.bytes,
         bytes_after=after.bytes,
     )
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The Linears a mixed-precision repair keeps in fp32 for one runtime granularity, and why."""
+
+    granularity: str
+    weights: tuple[str, ...]
+    emulated_before_db: float  # every Linear int8
+    emulated_after_db: float  # with ``weights`` in fp32
+    emulated_lowest_db: float  # the sample's lowest example, with ``weights`` in fp32
+    target_db: float
+    margin_db: float
+    met: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "granularity": self.granularity,
+            "fp32_weights": list(self.weights),
+            "emulated_before_db": _finite(self.emulated_before_db),
+            "emulated_after_db": _finite(self.emulated_after_db),
+            "emulated_lowest_example_db": _finite(self.emulated_lowest_db),
+            "target_db": self.target_db,
+            "margin_db": self.margin_db,
+            "target_met": self.met,
+        }
+
+
+@torch.no_grad()
+def fp32_fallback(
+    loaded: LoadedModel,
+    examples: Sequence[Example],
+    granularity: str,
+    thresholds: Thresholds,
+    int8_table: bool = True,
+    margin_db: float = MIXED_MARGINS_DB[0],
+) -> Fallback:
+    """The smallest set of ``loaded``'s Linears (greedy, then pruned) whose being fp32 lets the emulated int8 of
+    the rest clear ``thresholds`` by ``margin_db`` on ``examples``; where what stays int8 whatever is
+    kept (the word table) already costs more, the target is what keeping every Linear reaches (``CEILING_SLACK_DB``)."""
+    emulation = Emulation(loaded, examples, int8_table)
+    tied = {id(m.weight) for m in loaded.model.modules() if isinstance(m, torch.nn.Embedding)}
+    # a decoder tied to the word table is int8 with the table, whatever the choice: not a candidate
+    names = [n for n in quantized_linears(loaded.model) if id(loaded.model.get_submodule(n).weight) not in tied]
+
+    def scores(kept: Sequence[str]) -> tuple[float, float]:
+        return emulation.sqnr([n for n in names if n not in kept], granularity)
+
+    ceiling = scores(names)
+    target = min((thresholds.min_sqnr_db or 0.0) + margin_db, ceiling[0] - CEILING_SLACK_DB)
+    floor = min((thresholds.min_example_sqnr_db or -math.inf) + margin_db, ceiling[1] - CEILING_SLACK_DB)
+
+    def meets(score: tuple[float, float]) -> bool:
+        return score[0] >= target and score[1] >= floor
+
+    before = scores(())
+    _, errors = emulation.weight_errors(names, granularity)
+    ranked = [e.weight for e in sorted(errors, key=lambda e: e.alone_db)]  # the costliest alone first
+    kept: list[str] = []
+    score = before
+    for name in ranked:
+        if meets(score):
+            break
+        kept.append(name)
+        score = scores(kept)
+    for name in reversed(kept[:-1] if meets(score) else []):  # the last one added was needed
+        trial = [k for k in kept if k != name]
+        trial_score = scores(trial)
+        if meets(trial_score):
+            kept, score = trial, trial_score
+    return Fallback(granularity, tuple(kept), before[0], score[0], score[1], round(target, 2), margin_db, meets(score))

@@ -40,10 +40,12 @@ def weight_errors(
     run: Callable[[], list[np.ndarray]],
     granularity: str,
     valid: torch.Tensor | None = None,
+    reference: list[np.ndarray] | None = None,
 ) -> tuple[float, list[WeightError]]:
     """(SQNR with every weight of ``names`` quantized, each weight's share); ``run`` gives the outputs that
-    are compared (the same examples each call; ``valid``: the real tokens when it runs a padded batch)."""
-    reference = run()
+    are compared (the same examples each call; ``valid``: the real tokens when it runs a padded batch;
+    ``reference``: the outputs to compare with, when not ``run``'s own with nothing quantized)."""
+    reference = run() if reference is None else reference
     with quantized(model, names, granularity, valid):
         every = pooled_sqnr_db(reference, run())
     errors = []

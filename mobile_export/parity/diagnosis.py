@@ -8,8 +8,10 @@ does and which repair can help (``exporter.repair``). It runs on a sample of the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
 import dataclasses
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,7 @@ from ..core.tasks import OutputKind
 from ..model.activations import ChannelRanges, channel_ranges
 from ..model.reference import Example, ExportWrapper
 from .attribution import WeightError, pooled_sqnr_db, weight_errors
+from .metrics import sqnr_from_sums
 
 SAMPLE_TEXTS = 16  # enough texts to find a channel that dominates; a diagnosis must stay cheap beside export
 SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them must stay small
@@ -85,12 +88,14 @@ class Diagnosis:
     texts: int
     inputs: tuple[InputRange, ...]
     emulated: dict[str, Emulated] = field(default_factory=dict)  # by granularity
+    table_db: float = math.inf  # the int8 word table alone (every Linear fp32); inf: the table stays fp32
 
     def to_json(self) -> dict[str, Any]:
         return {
             "texts": self.texts,
             "inputs": [i.to_json() for i in self.inputs],
             "emulated": {g: e.to_json() for g, e in self.emulated.items()},
+            "int8_table_alone_db": _db(self.table_db),
         }
 
 
@@ -177,23 +182,59 @@ def _depth_states(model: torch.nn.Module, run: Callable[[], list[np.ndarray]], b
 PER_TOKEN = (OutputKind.TOKEN_LOGITS, OutputKind.SPAN_LOGITS, OutputKind.HIDDEN_STATES)
 
 
+class Emulation:
+    """The sample as one padded batch through ``loaded``'s fp32 model (the reference), and through a copy of
+    it as the artifact computes: its word table int8 (``int8_table``, as an int8 export stores it) and the
+    Linears chosen per call in a runtime's emulated dynamic int8."""
+
+    def __init__(self, loaded, examples: Sequence[Example], int8_table: bool = True) -> None:
+        pad = loaded.tokenizer.pad_token_id
+        self.batch = _Batch.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+        self.reference_model = loaded.model
+        self.reference = _runner(loaded.model, loaded.task, self.batch)()
+        self.model = loaded.model
+        if int8_table:
+            from quantize.embedding import quantize_embeddings
+
+            self.model = copy.deepcopy(loaded.model)
+            quantize_embeddings(self.model)
+        self.run = _runner(self.model, loaded.task, self.batch)
+        self.table_db = pooled_sqnr_db(self.reference, self.run()) if int8_table else math.inf
+
+    @torch.no_grad()
+    def sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float]:
+        """(SQNR over the sample, the lowest example's as the gate counts it: an example's signal floored at the
+        median example's) with the Linears ``names`` in emulated int8."""
+        with quantized(self.model, names, granularity, self.batch.valid):
+            got = self.run()
+        power = [float(np.mean(r.astype(np.float64) ** 2)) for r in self.reference]
+        noise = [float(np.mean((r.astype(np.float64) - g) ** 2)) for r, g in zip(self.reference, got)]
+        typical = float(np.median(power))
+        lowest = min(sqnr_from_sums(max(p, typical), q) for p, q in zip(power, noise))
+        return pooled_sqnr_db(self.reference, got), lowest
+
+    def weight_errors(self, names: Sequence[str], granularity: str) -> tuple[float, list[WeightError]]:
+        """``attribution.weight_errors`` of the Linears ``names`` against the fp32 reference."""
+        return weight_errors(self.model, names, self.run, granularity, self.batch.valid, self.reference)
+
+
 @torch.no_grad()
-def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str]) -> Diagnosis:
-    """The diagnosis of ``loaded``'s fp32 model (a LoadedModel) on ``examples`` for each runtime granularity."""
+def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str], int8_table: bool = True) -> Diagnosis:
+    """The diagnosis of ``loaded``'s fp32 model (a LoadedModel) on ``examples`` for each runtime granularity
+    (``int8_table``: the export stores the word table int8, which every emulated run then includes)."""
     model = loaded.model
     examples = list(examples)[:SAMPLE_TEXTS]
     names = quantized_linears(model)
     ranges = channel_ranges(model, examples)
     inputs = tuple(InputRange.of(ranges[n]) for n in names if n in ranges)
-    pad = loaded.tokenizer.pad_token_id
-    batch = _Batch.of(examples, int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
-    run = _runner(model, loaded.task, batch)
-    reference_states = _depth_states(model, run, batch)
+    emulation = Emulation(loaded, examples, int8_table)
+    batch = emulation.batch
+    reference_states = _depth_states(model, _runner(model, loaded.task, batch), batch)
     emulated = {}
     for g in granularities:
-        every, errors = weight_errors(model, names, run, g, batch.valid)
-        with quantized(model, names, g, batch.valid):
-            states = _depth_states(model, run, batch)
+        every, errors = emulation.weight_errors(names, g)
+        with quantized(emulation.model, names, g, batch.valid):
+            states = _depth_states(emulation.model, emulation.run, batch)
         depth_db = tuple(pooled_sqnr_db(r, s) for r, s in zip(reference_states, states))
         emulated[g] = Emulated(g, every, depth_db, tuple(errors))
-    return Diagnosis(len(examples), inputs, emulated)
+    return Diagnosis(len(examples), inputs, emulated, emulation.table_db)

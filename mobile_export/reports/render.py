@@ -237,12 +237,8 @@ def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         return []
     rows = []
     for a in r["attempts"]:
-        changes = "; ".join(
-            f"{short_weight(c['producer'])} -> {short_weight(c['consumer'])}: {c['channels_rescaled']} channels, "
-            f"scale up to {c['largest_scale']:.3g}"
-            for c in a.get("changes", [])
-        )
-        what = changes or a.get("note") or "n/a"
+        changes = "; ".join(_change(c) for c in a.get("changes", []))
+        what = a.get("note") or changes or "n/a"
         for o in a.get("artifacts") or [{}]:
             rows.append(
                 [
@@ -257,6 +253,20 @@ def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             )
     head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "verdict"]
     return [(f"int8 repair (--repair {r.get('mode')}; kept: {r.get('applied') or 'none'})", head, rows)]
+
+
+def _change(c: dict) -> str:
+    """One change a repair made: a fold (smooth) or the weights one runtime keeps in fp32 (mixed)."""
+    if "fp32_weights" in c:
+        kept = ", ".join(short_weight(w) for w in c["fp32_weights"]) or "none"
+        return (
+            f"fp32 for {RUNTIME_OF.get(c['granularity'], c['granularity'])}: {kept} (emulated "
+            f"{_num(c.get('emulated_before_db'), '.1f')} -> {_num(c.get('emulated_after_db'), '.1f')} dB)"
+        )
+    return (
+        f"{short_weight(c['producer'])} -> {short_weight(c['consumer'])}: {c['channels_rescaled']} channels, "
+        f"scale up to {c['largest_scale']:.3g}"
+    )
 
 
 def _summary_lines(report: ReportRecord) -> list[str]:
@@ -276,6 +286,9 @@ def _summary_lines(report: ReportRecord) -> list[str]:
         lines.append(
             f"- int8 repair: {report.repair.get('applied') or 'none passed'} (--repair {report.repair.get('mode')})"
         )
+        for a in report.repair.get("attempts", []):
+            if a["method"] == "mixed" and a["method"] == report.repair.get("applied"):
+                lines += [f"- kept in fp32 ({', '.join(c['artifacts'])}): {_change(c)}" for c in a["changes"]]
     outliers = [i for i in report.diagnosis.get("inputs", []) if i.get("outliers")]
     if outliers:
         lines.append(
@@ -388,8 +401,13 @@ def _repair_summary(r: dict) -> list[str]:
     """The CLI's lines on --repair: what each attempt changed and what it did to each artifact."""
     lines = []
     for a in r.get("attempts", []):
-        moved = sum(c["channels_rescaled"] for c in a.get("changes", []))
-        what = f"{moved} channels rescaled in {len(a['changes'])} weight pairs" if a.get("changes") else a.get("note")
+        if a.get("note") or not a.get("changes"):
+            what = a.get("note")
+        elif a["method"] == "mixed":
+            what = "; ".join(_change(c) for c in a["changes"])
+        else:
+            moved = sum(c["channels_rescaled"] for c in a["changes"])
+            what = f"{moved} channels rescaled in {len(a['changes'])} weight pairs"
         done = ", ".join(
             f"{o['file']} {_num(o['before_sqnr_db'], '.1f')} -> {_num(o['after_sqnr_db'], '.1f')} dB "
             f"({'pass' if o['passed'] else 'FAIL'}, {o['bytes_after'] - o['bytes_before']:+,} B)"

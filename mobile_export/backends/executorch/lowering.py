@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -64,22 +65,24 @@ def short_constant_keys():
 
 
 def stages(
-    wrapper: torch.nn.Module, quant: Quant, entry: str = "loop"
-) -> tuple[dict[str, torch.nn.Module], list[int], dict]:
+    wrapper: torch.nn.Module, quant: Quant, entry: str = "loop", keep: Sequence[str] = ()
+) -> tuple[dict[str, torch.nn.Module], list[int], dict, list[torch.Tensor]]:
     """The XNNPACK-friendly copy of ``wrapper`` cut into the methods of ``entry`` (loop: embed, one per
-    layer group, head; forward: all of them as one method; both), the layer schedule, and the counts of
-    rewritten modules."""
+    layer group, head; forward: all of them as one method; both), the layer schedule, the counts of
+    rewritten modules, and the weights of the Linears ``keep`` (names in ``wrapper.model``) in that copy
+    (which may have rescaled them: the query carries the attention scaling)."""
     from ...model.stages import Whole, cut, layer_schedule
 
     friendly: Any
     friendly, rewritten = xnnpack_friendly(wrapper, quant)
+    kept = [friendly.model.get_submodule(name).weight.detach() for name in keep]
     schedule = layer_schedule(friendly.model.config)
     embed, groups, head = cut(friendly.model, tuple(friendly.output_names), batch_one=True)
     loop: dict[str, torch.nn.Module] = {EMBED_METHOD: embed}
     loop.update({GROUP_METHOD.format(g): group for g, group in enumerate(groups)})
     loop[HEAD_METHOD] = head
     every = {**loop, FORWARD_METHOD: Whole(embed, groups, head, schedule).eval()}
-    return {name: every[name] for name in entry_methods(entry, list(loop))}, schedule, rewritten
+    return {name: every[name] for name in entry_methods(entry, list(loop))}, schedule, rewritten, kept
 
 
 def export(
@@ -92,6 +95,7 @@ def export(
     group_size: int | None = None,
     int4_kernel: str | None = None,
     entry: str = "loop",
+    keep: Sequence[str] = (),
 ) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
 
@@ -99,7 +103,8 @@ def export(
     (``quantize.xnnpack_int4``), applied before torch.export.
     ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel.
     ``entry`` (``--pte-entry``): the layer loop, one ``forward`` method, or both in one program (their
-    weights are equal bytes, which the named-data store keeps once)."""
+    weights are equal bytes, which the named-data store keeps once).
+    ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import (
         get_xnnpack_edge_compile_config,
@@ -109,7 +114,7 @@ def export(
 
     from ...model.stages import head_inputs
 
-    methods, schedule, rewritten = stages(wrapper, quant, entry)
+    methods, schedule, rewritten, kept = stages(wrapper, quant, entry, keep)
     int4 = None
     if quant is Quant.INT4:
         from quantize.xnnpack_int4 import quantize_int4
@@ -140,7 +145,7 @@ def export(
 
         with progress.step("executorch: int8 PT2E quantization"):
             for name, ep in programs.items():
-                gm = quantize_graph(ep.module(), [examples[name]])
+                gm = quantize_graph(ep.module(), [examples[name]], keep=kept)
                 programs[name] = torch.export.export(gm, examples[name], dynamic_shapes=dims[name], strict=False)
     with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
         edge = to_edge_transform_and_lower(

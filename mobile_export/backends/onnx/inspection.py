@@ -47,22 +47,34 @@ def stored_quant(path: Path) -> Quant:
 QUANTIZED_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "MatMulNBits")
 
 
-def matmul_coverage(nodes, quant: Quant) -> MatmulCoverage:
-    """Quantization coverage from ``(op_type, name, reads_a_constant_weight)`` of every node: an int8 or
-    int4 artifact must leave no MatMul/Gemm on a stored weight in fp32."""
-    fp32, quantized = [], 0
-    for op, name, constant_b in nodes:
+def matmul_coverage(nodes, quant: Quant, declared: frozenset[str] = frozenset()) -> MatmulCoverage:
+    """Quantization coverage from ``(op_type, name, weight input, reads_a_constant_weight)`` of every node: an
+    int8 or int4 artifact must leave no MatMul/Gemm on a stored weight in fp32, except on the weights the file
+    declares kept in fp32 (``declared``, a repair's mixed precision)."""
+    fp32, quantized, kept = [], 0, 0
+    for op, name, weight, constant_b in nodes:
         if op in QUANTIZED_MATMULS:
             quantized += 1
         elif op in ("MatMul", "Gemm", "FusedMatMul") and constant_b:
-            fp32.append(name or op)
+            if weight in declared:
+                kept += 1
+            else:
+                fp32.append(name or op)
     problems = []
     if quant is not Quant.FP32 and fp32:
         problems.append(
             f"{len(fp32)} weight MatMul/Gemm left in fp32 in an {quant.value} artifact "
             f"({', '.join(fp32[:4])}{', ...' if len(fp32) > 4 else ''})"
         )
-    return MatmulCoverage(quant, quantized, len(fp32), tuple(fp32[:20]), tuple(problems))
+    return MatmulCoverage(quant, quantized, len(fp32), tuple(fp32[:20]), tuple(problems), kept, tuple(sorted(declared)))
+
+
+def declared_fp32(props: dict[str, str]) -> frozenset[str]:
+    """The weight initializers a file's metadata declares kept in fp32 (``quantize.onnx_dynamic``)."""
+    from quantize.onnx_dynamic import FP32_WEIGHTS_KEY
+
+    value = props.get(FP32_WEIGHTS_KEY, "")
+    return frozenset(n for n in value.split(",") if n)
 
 
 def coverage(path: Path, quant: Quant) -> MatmulCoverage:
@@ -74,11 +86,12 @@ def coverage(path: Path, quant: Quant) -> MatmulCoverage:
     model = onnx.load(str(path), load_external_data=False)
     return matmul_coverage(
         (
-            (n.op_type, n.name, len(n.input) > 1 and n.input[1] in constants)
+            (n.op_type, n.name, n.input[1] if len(n.input) > 1 else "", len(n.input) > 1 and n.input[1] in constants)
             for graph, constants in graphs(model.graph)
             for n in graph.node
         ),
         quant,
+        declared_fp32({p.key: p.value for p in model.metadata_props}),
     )
 
 

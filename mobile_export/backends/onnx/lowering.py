@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,19 +147,22 @@ def export(
     group_size: int | None = None,
     int4_kernel: str = "nbits",
     entry: str = "loop",
+    keep: Sequence[str] = (),
 ) -> ExportStats:
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
     layer; several layer groups are written unrolled. ``entry`` is the .pte's choice: the .onnx is one
-    graph either way.
+    graph either way. ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32,
+    recorded in the file's metadata.
     """
     import onnx
 
     from quantize.onnx_dynamic import prepare_file, quantize_file
 
     fp32_path = dest.with_name(dest.name + ".fp32.tmp")
-    config: Any = getattr(wrapper, "model").config
+    config_model: Any = getattr(wrapper, "model")
+    config = config_model.config
     output_names: tuple[str, ...] = getattr(wrapper, "output_names")
     loop = config.num_hidden_groups == 1
     try:
@@ -171,7 +175,8 @@ def export(
         int4: dict = {}
         if quant is Quant.INT8:
             with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
-                q = quantize_file(fp32_path, dest)
+                kept = [config_model.get_submodule(n).weight.detach().numpy() for n in keep]
+                q = quantize_file(fp32_path, dest, keep=kept)
         elif quant is Quant.INT4:
             from quantize.onnx_nbits import quantize_file_int4
 

@@ -9,6 +9,7 @@ result is then checked by parity in ONNX Runtime like any other artifact.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from ...core.config import Quant
 from ...core.errors import ArtifactLoadError, first_line
 from .. import onnx as onnx_backend
 from ..base import ExportStats, MatmulCoverage
+from ..onnx.inspection import declared_fp32
 from ..onnx.precision import exact_source
 
 runtime_version = onnx_backend.runtime_version
@@ -93,9 +95,18 @@ def coverage(path: Path, quant: Quant) -> MatmulCoverage:
             for n in range(graph.NodesLength()):
                 node = graph.Nodes(n)
                 b = node.Inputs(1).decode() if node.InputsLength() > 1 else ""
-                yield node.OpType().decode(), (node.Name() or b"").decode(), b in constants
+                yield node.OpType().decode(), (node.Name() or b"").decode(), b, b in constants
 
-    return onnx_backend.matmul_coverage(nodes(), quant)
+    return onnx_backend.matmul_coverage(nodes(), quant, declared_fp32(_metadata(path)))
+
+
+def _metadata(path: Path) -> dict[str, str]:
+    """The model's metadata_props, as the .ort stores them."""
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
+
+    model = InferenceSession.InferenceSession.GetRootAs(Path(path).read_bytes(), 0).Model()
+    props = (model.MetadataProps(i) for i in range(model.MetadataPropsLength()))
+    return {p.Key().decode(): p.Value().decode() for p in props}
 
 
 def memory_sharing(path: Path) -> tuple[bool, str]:
@@ -146,13 +157,14 @@ def export(
     group_size: int | None = None,
     int4_kernel: str = "nbits",
     entry: str = "loop",
+    keep: Sequence[str] = (),
 ) -> ExportStats:
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
         stats = onnx_backend.export(
-            wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size, int4_kernel
+            wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size, int4_kernel, keep=keep
         )
         stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
