@@ -30,7 +30,7 @@ from ..model.activations import OUTLIER_RATIO, channel_ranges
 from ..model.loading import LoadedModel
 from ..model.reference import Example
 from ..parity.artifact import ArtifactResult
-from ..parity.diagnosis import Emulation, quantized_linears
+from ..parity.diagnosis import Emulation, attribution_sample, quantized_linears
 
 NOTHING_TO_FOLD = (
     "nothing to fold: no outlier channel at an input the graph rescales exactly (the embedding projection, "
@@ -228,7 +228,9 @@ def fp32_fallback(
         return score[0] >= target and score[1] >= floor
 
     before = scores(())
-    _, errors = emulation.weight_errors(names, granularity)
+    few = attribution_sample(loaded.config, examples)  # the ranking needs an order, not the whole sample
+    ranking = emulation if len(few) == len(examples) else Emulation(loaded, few, int8_table)
+    _, errors = ranking.weight_errors(names, granularity)
     ranked = [e.weight for e in sorted(errors, key=lambda e: e.alone_db)]  # the costliest alone first
     kept: list[str] = []
     score = before

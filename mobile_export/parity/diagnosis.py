@@ -32,6 +32,10 @@ SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them 
 # How each runtime quantizes activations at run time (quantize.simulate): ONNX Runtime per tensor, XNNPACK per token.
 GRANULARITY = {Backend.ONNX: "tensor", Backend.ORT: "tensor", Backend.EXECUTORCH: "token"}
 LISTED_OUTLIERS = 4  # channels named per weight input in a report
+# Multiply-adds one emulated pass of the per-weight attribution may cost (two passes per weight and runtime):
+# 16 texts of 128 tokens on the demo model; a few short texts on albert-base, so that the diagnosis stays a
+# fraction of the export (measured in BENCHMARKS.md). The ranges and whole-model figures use the whole sample.
+ATTRIBUTION_MACS = 8e9
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Diagnosis:
     """The fp32 model's int8 weak points on ``texts`` parity texts, per runtime granularity."""
 
     texts: int
+    attribution_texts: int  # the shortest of the ``texts`` each weight's share is measured on
     inputs: tuple[InputRange, ...]
     emulated: dict[str, Emulated] = field(default_factory=dict)  # by granularity
     table_db: float = math.inf  # the int8 word table alone (every Linear fp32); inf: the table stays fp32
@@ -93,6 +98,7 @@ class Diagnosis:
     def to_json(self) -> dict[str, Any]:
         return {
             "texts": self.texts,
+            "attribution_texts": self.attribution_texts,
             "inputs": [i.to_json() for i in self.inputs],
             "emulated": {g: e.to_json() for g, e in self.emulated.items()},
             "int8_table_alone_db": _db(self.table_db),
@@ -162,8 +168,10 @@ def _runner(model: torch.nn.Module, task, batch: _Batch) -> Callable[[], list[np
     return run
 
 
-def _depth_states(model: torch.nn.Module, run: Callable[[], list[np.ndarray]], batch: _Batch) -> list[list[np.ndarray]]:
-    """[depth][example]: the hidden state after each run of the shared layer, in one ``run``."""
+def _with_states(
+    model: torch.nn.Module, run: Callable[[], list[np.ndarray]], batch: _Batch
+) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+    """``run``'s outputs and, [depth][example], the hidden state after each run of the shared layer."""
     calls: list[list[np.ndarray]] = []
 
     def hook(_module, _args, output) -> None:
@@ -172,11 +180,11 @@ def _depth_states(model: torch.nn.Module, run: Callable[[], list[np.ndarray]], b
 
     handles = [m.register_forward_hook(hook) for m in _layers(model)]
     try:
-        run()
+        outputs = run()
     finally:
         for h in handles:
             h.remove()
-    return calls
+    return outputs, calls
 
 
 PER_TOKEN = (OutputKind.TOKEN_LOGITS, OutputKind.SPAN_LOGITS, OutputKind.HIDDEN_STATES)
@@ -190,8 +198,9 @@ class Emulation:
     def __init__(self, loaded, examples: Sequence[Example], int8_table: bool = True) -> None:
         pad = loaded.tokenizer.pad_token_id
         self.batch = _Batch.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
-        self.reference_model = loaded.model
-        self.reference = _runner(loaded.model, loaded.task, self.batch)()
+        self.reference, self.reference_states = _with_states(
+            loaded.model, _runner(loaded.model, loaded.task, self.batch), self.batch
+        )
         self.model = loaded.model
         if int8_table:
             from quantize.embedding import quantize_embeddings
@@ -205,17 +214,36 @@ class Emulation:
     def sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float]:
         """(SQNR over the sample, the lowest example's as the gate counts it: an example's signal floored at the
         median example's) with the Linears ``names`` in emulated int8."""
+        return self.depth_sqnr(names, granularity)[:2]
+
+    @torch.no_grad()
+    def depth_sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float, tuple[float, ...]]:
+        """``sqnr`` and, from the same pass, the SQNR of the hidden state after each depth of the shared layer."""
         with quantized(self.model, names, granularity, self.batch.valid):
-            got = self.run()
+            got, states = _with_states(self.model, self.run, self.batch)
+        depth = tuple(pooled_sqnr_db(r, s) for r, s in zip(self.reference_states, states))
         power = [float(np.mean(r.astype(np.float64) ** 2)) for r in self.reference]
         noise = [float(np.mean((r.astype(np.float64) - g) ** 2)) for r, g in zip(self.reference, got)]
         typical = float(np.median(power))
         lowest = min(sqnr_from_sums(max(p, typical), q) for p, q in zip(power, noise))
-        return pooled_sqnr_db(self.reference, got), lowest
+        return pooled_sqnr_db(self.reference, got), lowest, depth
 
     def weight_errors(self, names: Sequence[str], granularity: str) -> tuple[float, list[WeightError]]:
         """``attribution.weight_errors`` of the Linears ``names`` against the fp32 reference."""
         return weight_errors(self.model, names, self.run, granularity, self.batch.valid, self.reference)
+
+
+def attribution_sample(config, examples: Sequence[Example]) -> list[Example]:
+    """The shortest ``examples`` (at least two) whose padded batch costs at most ``ATTRIBUTION_MACS`` per pass
+    through ``config``'s encoder."""
+    hidden, inner = int(config.hidden_size), int(config.intermediate_size)
+    per_token = int(config.num_hidden_layers) * hidden * (4 * hidden + 2 * inner)
+    chosen: list[Example] = []
+    for ex in sorted(examples, key=lambda e: e.length):
+        if len(chosen) >= 2 and (len(chosen) + 1) * ex.length * per_token > ATTRIBUTION_MACS:
+            break
+        chosen.append(ex)
+    return chosen
 
 
 @torch.no_grad()
@@ -228,13 +256,11 @@ def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str], 
     ranges = channel_ranges(model, examples)
     inputs = tuple(InputRange.of(ranges[n]) for n in names if n in ranges)
     emulation = Emulation(loaded, examples, int8_table)
-    batch = emulation.batch
-    reference_states = _depth_states(model, _runner(model, loaded.task, batch), batch)
+    few = attribution_sample(loaded.config, examples)
+    shares = emulation if len(few) == len(examples) else Emulation(loaded, few, int8_table)
     emulated = {}
     for g in granularities:
-        every, errors = emulation.weight_errors(names, g)
-        with quantized(emulation.model, names, g, batch.valid):
-            states = _depth_states(emulation.model, emulation.run, batch)
-        depth_db = tuple(pooled_sqnr_db(r, s) for r, s in zip(reference_states, states))
+        _, errors = shares.weight_errors(names, g)
+        every, _, depth_db = emulation.depth_sqnr(names, g)
         emulated[g] = Emulated(g, every, depth_db, tuple(errors))
-    return Diagnosis(len(examples), inputs, emulated, emulation.table_db)
+    return Diagnosis(len(examples), len(few), inputs, emulated, emulation.table_db)

@@ -213,7 +213,12 @@ def _diagnosis_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]
         rows.append(row)
     totals = ", ".join(f"{RUNTIME_OF.get(g, g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items())
     out = [
-        (f"int8 diagnosis: each weight's input and error (emulated on {d.get('texts')} texts; {totals})", head, rows)
+        (
+            f"int8 diagnosis: each weight's input and error (emulated on {d.get('texts')} texts, each weight's "
+            f"share on the shortest {d.get('attribution_texts', d.get('texts'))}; {totals})",
+            head,
+            rows,
+        )
     ]
     depth = max((len(e.get("depth_sqnr_db") or []) for e in emulated.values()), default=0)
     if depth:
