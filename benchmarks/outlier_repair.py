@@ -1,10 +1,12 @@
-"""Plain int8 against ``--repair`` on a checkpoint given outlier channels that leave its fp32 function unchanged
-(numbers in BENCHMARKS.md, "int8 outlier channels").
+"""Plain int8 against ``--repair`` on a checkpoint given outlier channels (numbers in BENCHMARKS.md, "int8
+outlier channels").
 
-    python benchmarks/outlier_repair.py CHECKPOINT --factor 50 --data FILE --work DIR
+    python benchmarks/outlier_repair.py CHECKPOINT --factor 50 --data FILE --work DIR [--plant residual]
 
-The channels of ``tests/outlier_models.PLANTED`` are scaled up by ``--factor`` in the embeddings LayerNorm and
-the value projection, and down in the weights that read them. The planted checkpoint is then exported twice
+``--plant exact`` (default): the channels of ``tests/outlier_models.PLANTED`` are scaled up by ``--factor`` in the
+embeddings LayerNorm and the value projection, and down in the weights that read them (the fp32 function is
+unchanged). ``--plant residual``: scaled up in the shared layer's last LayerNorm (the residual stream; no exact
+fold exists, and the fp32 model is another one). The planted checkpoint is then exported twice
 with default thresholds: ``--repair off`` (the plain artifacts' numbers are read from report.failed.json when
 the gate refuses them) and ``--repair auto``. Prints, per artifact: SQNR, lowest example, decisive agreement,
 accuracy (fp32's in brackets), bytes, model RAM after load + one run, and the export's wall time.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from outlier_models import planted_checkpoint  # noqa: E402
+from outlier_models import plant_exact, plant_residual, planted_checkpoint  # noqa: E402
 
 from mobile_export import ExportOptions, export  # noqa: E402
 from mobile_export.core.config import Repair  # noqa: E402
@@ -46,14 +48,15 @@ def main() -> None:
     ap.add_argument("--data")
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--modes", default="off,auto", help="--repair values to export with, in order")
+    ap.add_argument("--plant", choices=("exact", "residual"), default="exact")
     args = ap.parse_args()
-    ckpt = args.work / f"planted-{args.factor:g}x"
+    ckpt = args.work / f"planted-{args.plant}-{args.factor:g}x"
     if not ckpt.exists():
-        planted_checkpoint(args.checkpoint, ckpt, args.factor)
+        planted_checkpoint(args.checkpoint, ckpt, args.factor, plant_residual if args.plant == "residual" else plant_exact)
     print(f"{'mode':<6}{'file':<12}{'SQNR':>8}{'lowest':>9}{'agree':>9}{'accuracy (fp32)':>20}{'bytes':>12}"
           f"{'RAM MiB':>9}{'export s':>9}  verdict")
     for mode in [Repair(m) for m in args.modes.split(",")]:
-        out = args.work / f"out-{mode.value}"
+        out = args.work / f"out-{args.plant}-{mode.value}"
         t0 = time.monotonic()
         try:
             report = export(ckpt, out, ExportOptions(data=args.data, repair=mode, overwrite=True), Progress()).report
