@@ -52,7 +52,8 @@ def main() -> None:
     args = ap.parse_args()
     ckpt = args.work / f"planted-{args.plant}-{args.factor:g}x"
     if not ckpt.exists():
-        planted_checkpoint(args.checkpoint, ckpt, args.factor, plant_residual if args.plant == "residual" else plant_exact)
+        plant = plant_residual if args.plant == "residual" else plant_exact
+        planted_checkpoint(args.checkpoint, ckpt, args.factor, plant)
     print(f"{'mode':<6}{'file':<12}{'SQNR':>8}{'lowest':>9}{'agree':>9}{'accuracy (fp32)':>20}{'bytes':>12}"
           f"{'RAM MiB':>9}{'export s':>9}  verdict")
     for mode in [Repair(m) for m in args.modes.split(",")]:
