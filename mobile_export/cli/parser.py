@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=Repair.AUTO.value,
         help="when an int8 artifact fails its parity gate: auto (default) tries each repair in order of cost "
         "and keeps the first that passes, off refuses, smooth tries only rescalings folded exactly into the "
-        "weights (the fp32 function unchanged); the report says what was changed",
+        "weights (the fp32 function unchanged), mixed only keeps the fewest weights fp32 that let the rest pass; "
+        "the report says what was changed",
     )
     head_args(
         ex,
