@@ -68,6 +68,9 @@ class Outcome:
     passed: bool
     bytes_before: int
     bytes_after: int
+    # median ms per text during each parity run (batch 1, the parity texts' mixed lengths; not a benchmark)
+    parity_ms_before: float | None = None
+    parity_ms_after: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -171,7 +174,14 @@ def outcome(before: ArtifactResult, after: ArtifactResult) -> Outcome:
         passed=after.parity.passed,
         bytes_before=before.bytes,
         bytes_after=after.bytes,
+        parity_ms_before=_median_ms(before),
+        parity_ms_after=_median_ms(after),
     )
+
+
+def _median_ms(result: ArtifactResult) -> float | None:
+    latency = (result.stats or {}).get("parity_latency_ms") or {}
+    return latency.get("median")
 
 
 @dataclass(frozen=True)

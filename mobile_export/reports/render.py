@@ -253,10 +253,13 @@ def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
                     f"{_num(o.get('before_sqnr_db'), '.1f')} -> {_num(o.get('after_sqnr_db'), '.1f')}",
                     f"{_num(o.get('before_min_example_db'), '.1f')} -> {_num(o.get('after_min_example_db'), '.1f')}",
                     f"{o['bytes_before']:,} -> {o['bytes_after']:,}" if o else "n/a",
+                    f"{_num(o.get('parity_ms_before'), '.2f')} -> {_num(o.get('parity_ms_after'), '.2f')}"
+                    if o
+                    else "n/a",
                     ("pass" if o.get("passed") else "FAIL") if o else "not exported",
                 ]
             )
-    head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "verdict"]
+    head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "median ms (parity)", "verdict"]
     return [(f"int8 repair (--repair {r.get('mode')}; kept: {r.get('applied') or 'none'})", head, rows)]
 
 
