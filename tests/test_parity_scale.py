@@ -188,7 +188,9 @@ def test_ray_cluster_gives_the_single_process_report(demo_onnx, tmp_path):
                 "decisive_agreement", "accuracy", "reference_accuracy", "lengths", "passed", "failures"):
         assert a[key] == b[key], key
     for key in ("sqnr_db", "mean_abs_diff", "max_abs_diff", "min_example_sqnr_db", "min_cosine"):
-        assert b[key] == pytest.approx(a[key], rel=1e-6), key
+        # |diff| values are differences of outputs near 1: their last-bit changes (fp32 eps 1.2e-7) are a
+        # larger share of a 0.004 mean |diff| (1.1e-6 relative on an AVX-512 VNNI host) than of the SQNR
+        assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1.2e-7 if key.endswith("abs_diff") else 0), key
     assert [w["text"] for w in a["worst"]] == [w["text"] for w in b["worst"]]
     for x, y in zip(a["by_length"], b["by_length"]):
         assert (x["bucket"], x["examples"], x["near_ties"]) == (y["bucket"], y["examples"], y["near_ties"])
