@@ -34,7 +34,8 @@ GRANULARITY = {Backend.ONNX: "tensor", Backend.ORT: "tensor", Backend.EXECUTORCH
 LISTED_OUTLIERS = 4  # channels named per weight input in a report
 # Multiply-adds one emulated pass of the per-weight attribution may cost (two passes per weight and runtime):
 # most of the 16 texts on the demo model (14 of its test split), two short ones on albert-base, so that the
-# diagnosis stays a fraction of the export (measured in BENCHMARKS.md). The ranges and whole-model figures use the whole sample.
+# diagnosis stays a fraction of the export (measured in BENCHMARKS.md). The ranges and whole-model figures use
+# the whole sample.
 ATTRIBUTION_MACS = 8e9
 
 
