@@ -140,6 +140,13 @@ def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual,
     # every weight MatMul is int8 or one the file declares kept fp32 (the shared layer's weights count once)
     assert cov["fp32_weight_matmuls"] == 0 and cov["kept_fp32_weight_matmuls"] == len(kept) and onnx["parity"]["passed"]
     assert len(cov["kept_fp32_weights"]) == len(kept)
+    # the size breakdown counts the kept weights as fp32, not as extra copies of the shared layer's int8 ones
+    assert onnx["size"]["sharing_preserved"], onnx["size"]["sharing_verdict"]
+    assert onnx["size"]["other_constants_bytes"] == 0  # every stored byte is attributed to its weight
+    from mobile_export.reports.size import size_report
+
+    (again,) = size_report([str(result.out / "model.onnx")], measure=False)  # the size command, from report.json
+    assert again["sharing_preserved"] and again["groups"] == onnx["size"]["groups"]
     pte = next(a for a in report["artifacts"] if a["file"] == "model.pte")
     assert pte["parity"]["passed"] and pte["sha256"] == sha256_file(result.out / "model.pte")
     md = (result.out / "report.md").read_text()

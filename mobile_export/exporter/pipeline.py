@@ -36,6 +36,7 @@ from ..parity.data import ParityData, read_parity_file
 from ..parity.diagnosis import GRANULARITY, SAMPLE_LENGTH, SAMPLE_TEXTS, Diagnosis, diagnose
 from ..reports import write_reports
 from ..reports.assembly import build_report
+from ..reports.records import kept_fp32
 from ..reports.size import size_entry
 from .check import check_artifacts
 from .manifest import build_manifest
@@ -136,7 +137,8 @@ def export(
             )
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         written += _write_assets(loaded, staging, max_len, progress)
-        sizes = _sizes(results, loaded, options, staging, bool(replaced), max_len, budget, progress)
+        kept = {r.file: kept_fp32(repaired.to_json() if repaired else None, r.file) for r in results}
+        sizes = _sizes(results, loaded, options, staging, bool(replaced), max_len, budget, progress, kept)
         report_record = build_report(
             "mobile-export",
             loaded,
@@ -342,14 +344,23 @@ def _sizes(
     max_len: int,
     budget: Budget | None,
     progress: Progress,
+    kept: dict[str, list[str]],
 ) -> list[SizeEntry]:
-    """Each artifact's size section: bytes by part, sharing, memory (unless turned off), budget verdict."""
+    """Each artifact's size section: bytes by part, sharing, memory (unless turned off), budget verdict
+    (``kept``: per file, the Linears a repair kept fp32)."""
     summary = model_summary(loaded)
     with progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
         try:
             return [
                 size_entry(
-                    staging / r.file, summary, options.quant, int8_embeddings, max_len, budget, options.measure_memory
+                    staging / r.file,
+                    summary,
+                    options.quant,
+                    int8_embeddings,
+                    max_len,
+                    budget,
+                    options.measure_memory,
+                    kept[r.file],
                 )
                 for r in results
             ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -106,13 +107,20 @@ def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bo
 
 
 def _slots(
-    model, quant: str, int8_embeddings: bool, group_size: int | None = None, xnnpack: bool = False
+    model,
+    quant: str,
+    int8_embeddings: bool,
+    group_size: int | None = None,
+    xnnpack: bool = False,
+    fp32_linears: frozenset[str] = frozenset(),
 ) -> list[tuple[str, int]]:
-    """(group, byte size) of every blob the model's parameters would become, one entry each."""
+    """(group, byte size) of every blob the model's parameters would become, one entry each (the Linears
+    ``fp32_linears`` kept fp32 by a repair)."""
     slots = []
     for name, p in model.named_parameters():
         group = _group(name)
         matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
+        matrix = matrix and name.removesuffix(".weight") not in fp32_linears
         if quant == "int4" and matrix:
             if group_size is None:
                 raise ValueError("int4 sizes need the group size")
@@ -158,8 +166,15 @@ class SizeEntry(TypedDict, total=False):
     budgets: list[dict[str, Any]]
 
 
-def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_embeddings: bool = True) -> SizeEntry:
-    """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict."""
+def breakdown(
+    path: Path,
+    model_info: dict | None,
+    quant: str = "int8",
+    int8_embeddings: bool = True,
+    fp32_linears: Sequence[str] = (),
+) -> SizeEntry:
+    """Bytes of ``path`` by part of the model, the distinct blobs it stores and the sharing verdict
+    (``fp32_linears``: the Linears a repair kept fp32 in this artifact)."""
     from .. import backends
 
     stored_group = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
@@ -190,7 +205,7 @@ def breakdown(path: Path, model_info: dict | None, quant: str = "int8", int8_emb
     free: dict[int, list[str]] = defaultdict(list)
     model, config = _meta_model(model_info)
     xnnpack = backends.for_path(path) is Backend.EXECUTORCH
-    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack)
+    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack, frozenset(fp32_linears))
     tied = tied_embeddings(model)
     # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
     decoder = set()

@@ -263,3 +263,13 @@ class ReportRecord:
             dict(report.get("diagnosis") or {}),
             dict(report.get("repair") or {}),
         )
+
+
+def kept_fp32(repair: dict | None, file: str) -> list[str]:
+    """The Linears a mixed-precision repair kept fp32 in ``file``: those of the last attempt that re-exported it
+    (an export's ``repair`` record, report.json's JSON)."""
+    kept: list[str] = []
+    for attempt in (repair or {}).get("attempts", []):
+        if any(o.get("file") == file for o in attempt.get("artifacts", [])):
+            kept = [w for c in attempt.get("changes", []) if file in c.get("artifacts", []) for w in c["fp32_weights"]]
+    return kept

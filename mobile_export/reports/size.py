@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from .. import backends
@@ -13,7 +14,7 @@ from ..measure.budgets import Budget, budget_verdict, resolve_budget
 from ..measure.memory import measure as measure_memory
 from ..measure.size import SizeEntry, breakdown
 from ..model.summary import config_summary
-from .records import mismatch
+from .records import kept_fp32, mismatch
 
 
 def size_entry(
@@ -24,9 +25,11 @@ def size_entry(
     max_len: int,
     budget: Budget | None,
     measure: bool,
+    fp32_linears: Sequence[str] = (),
 ) -> SizeEntry:
-    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict."""
-    entry = breakdown(path, summary, quant.value, int8_embeddings)
+    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict (``fp32_linears``: the
+    Linears a repair kept fp32 in it)."""
+    entry = breakdown(path, summary, quant.value, int8_embeddings, fp32_linears)
     if measure:
         entry["memory"] = measure_memory(path, min(128, max_len)).to_dict()
     if budget:
@@ -34,8 +37,9 @@ def size_entry(
     return entry
 
 
-def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool]:
-    """(model summary, quant, int8 embeddings) from ``checkpoint`` or the export's report.json beside it."""
+def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool, list[str]]:
+    """(model summary, quant, int8 embeddings, Linears a repair kept fp32) from ``checkpoint`` or the export's
+    report.json beside it."""
     import json
 
     if checkpoint:
@@ -43,7 +47,7 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
 
         config = read_config_dict(resolve_folder(checkpoint))
         architecture = (config.get("architectures") or ["AlbertModel"])[0]
-        return {"config": config_summary(config), "architecture": architecture}, None, True
+        return {"config": config_summary(config), "architecture": architecture}, None, True, []
     report = path.parent / REPORT_JSON
     if report.is_file():
         try:
@@ -57,8 +61,13 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
                 f"{report} does not describe this {path.name} (no entry, or its sha256 differs "
                 "from the file's): pass --checkpoint, or keep the export folder as written"
             )
-        return r.get("model"), opts.get("quant"), bool(opts.get("int8_embeddings"))
-    return None, None, True
+        return (
+            r.get("model"),
+            opts.get("quant"),
+            bool(opts.get("int8_embeddings")),
+            kept_fp32(r.get("repair"), path.name),
+        )
+    return None, None, True, []
 
 
 def size_report(
@@ -84,10 +93,10 @@ def size_report(
     entries = []
     for name in artifacts:
         _, path = backends.open_artifact(name)  # checked before any runtime sees it
-        info, stored_quant, int8_embeddings = size_inputs(path, checkpoint)
+        info, stored_quant, int8_embeddings, kept = size_inputs(path, checkpoint)
         chosen = quant or (Quant(stored_quant) if stored_quant else backends.detect_quant(path))
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
-        entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure)
+        entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure, kept)
         entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
         entries.append(entry)
     return entries
