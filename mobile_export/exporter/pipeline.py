@@ -137,7 +137,8 @@ def export(
             )
         written = [f.name for r in results for f in backends.artifact_files(staging / r.file)]
         written += _write_assets(loaded, staging, max_len, progress)
-        kept = {r.file: kept_fp32(repaired.to_json() if repaired else None, r.file) for r in results}
+        repair_json = repaired.to_json() if repaired is not None else None
+        kept = {r.file: kept_fp32(repair_json, r.file) for r in results}
         sizes = _sizes(results, loaded, options, staging, bool(replaced), max_len, budget, progress, kept)
         report_record = build_report(
             "mobile-export",
@@ -152,7 +153,7 @@ def export(
         if budget:
             report_record.budget, report_record.within_budget = budget.as_dict(), not over
         report_record.diagnosis = diagnosis.to_json() if diagnosis is not None else None
-        report_record.repair = repaired.to_json() if repaired is not None else None
+        report_record.repair = repair_json
         report_record.timings_seconds = {k: round(v, 2) for k, v in progress.timings.items()}
         report = report_record.to_json()
         result = ExportResult(out=out, report=report, artifacts=results)

@@ -209,13 +209,13 @@ class Emulation:
             self.model = copy.deepcopy(loaded.model)
             quantize_embeddings(self.model)
         self.run = _runner(self.model, loaded.task, self.batch)
-        self.table_db = pooled_sqnr_db(self.reference, self.run()) if int8_table else math.inf
 
     @torch.no_grad()
     def sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float]:
         """(SQNR over the sample, the lowest example's as the gate counts it: an example's signal floored at the
         median example's) with the Linears ``names`` in emulated int8."""
-        return self.depth_sqnr(names, granularity)[:2]
+        with quantized(self.model, names, granularity, self.batch.valid):
+            return self._scores(self.run())
 
     @torch.no_grad()
     def depth_sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float, tuple[float, ...]]:
@@ -223,11 +223,14 @@ class Emulation:
         with quantized(self.model, names, granularity, self.batch.valid):
             got, states = _with_states(self.model, self.run, self.batch)
         depth = tuple(pooled_sqnr_db(r, s) for r, s in zip(self.reference_states, states))
+        return (*self._scores(got), depth)
+
+    def _scores(self, got: list[np.ndarray]) -> tuple[float, float]:
         power = [float(np.mean(r.astype(np.float64) ** 2)) for r in self.reference]
         noise = [float(np.mean((r.astype(np.float64) - g) ** 2)) for r, g in zip(self.reference, got)]
         typical = float(np.median(power))
         lowest = min(sqnr_from_sums(max(p, typical), q) for p, q in zip(power, noise))
-        return pooled_sqnr_db(self.reference, got), lowest, depth
+        return pooled_sqnr_db(self.reference, got), lowest
 
     def weight_errors(self, names: Sequence[str], granularity: str) -> tuple[float, list[WeightError]]:
         """``attribution.weight_errors`` of the Linears ``names`` against the fp32 reference."""
@@ -264,4 +267,5 @@ def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str], 
         _, errors = shares.weight_errors(names, g)
         every, _, depth_db = emulation.depth_sqnr(names, g)
         emulated[g] = Emulated(g, every, depth_db, tuple(errors))
-    return Diagnosis(len(examples), len(few), inputs, emulated, emulation.table_db)
+    table_db = emulation.sqnr((), "tensor")[0] if int8_table else math.inf  # no Linear quantized: the table alone
+    return Diagnosis(len(examples), len(few), inputs, emulated, table_db)

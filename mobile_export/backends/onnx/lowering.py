@@ -161,8 +161,8 @@ def export(
     from quantize.onnx_dynamic import prepare_file, quantize_file
 
     fp32_path = dest.with_name(dest.name + ".fp32.tmp")
-    config_model: Any = getattr(wrapper, "model")
-    config = config_model.config
+    model: Any = getattr(wrapper, "model")
+    config = model.config
     output_names: tuple[str, ...] = getattr(wrapper, "output_names")
     loop = config.num_hidden_groups == 1
     try:
@@ -175,7 +175,7 @@ def export(
         int4: dict = {}
         if quant is Quant.INT8:
             with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
-                kept = [config_model.get_submodule(n).weight.detach().numpy() for n in keep]
+                kept = [model.get_submodule(n).weight.detach().numpy() for n in keep]
                 q = quantize_file(fp32_path, dest, keep=kept)
         elif quant is Quant.INT4:
             from quantize.onnx_nbits import quantize_file_int4
