@@ -66,6 +66,17 @@ def test_forward_only_file_refuses_the_loop_and_loop_only_refuses_forward(entrie
         et.Runner(out["loop"] / "model.pte", entry="forward")
 
 
+def test_error_by_depth_is_read_through_the_loop_and_not_invented_without_one(entries):
+    """The int8 diagnosis reads each depth's hidden state through the layer loop; a forward-only program
+    has no loop to read, and its report says nothing rather than something emulated."""
+    _, out = entries
+    for entry, dest in out.items():
+        depths = json.loads((dest / "report.json").read_text())["diagnosis"]["runtime_depth_sqnr_db"]
+        assert depths == {} if entry == "forward" else len(depths["model.pte"]) == 4, (entry, depths)
+    assert et.depth_runner(out["forward"] / "model.pte") is None
+    assert et.depth_runner(out["both"] / "model.pte") is not None
+
+
 def test_memory_verdict_both_ways(entries):
     """forward packs the shared layer once per layer (the Python wheel has no weights cache): NOT shared;
     both is judged by the loop the app runs: shared."""

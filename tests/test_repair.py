@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from mobile_export import Backend, ExportOptions, export
@@ -51,6 +52,55 @@ def test_exact_outliers_are_repaired_and_pass(planted, shared_export):
     md = (result.out / "report.md").read_text()
     assert "int8 repair (--repair auto; kept: smooth)" in md and "outlier channels (x median)" in md
     assert "repair smooth:" in summary(report)
+
+
+def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(planted, shared_export):
+    """Each artifact's hidden state after each depth, read in its real runtime through its layer loop, before
+    and after the repair; the plain artifacts' figures agree with the emulation of their runtime."""
+    result = shared_export(planted, ExportOptions(measure_memory=False))
+    report = result.report
+    diagnosis = report["diagnosis"]
+    runtime = diagnosis["runtime_depth_sqnr_db"]
+    assert set(runtime) == {"model.pte", "model.onnx"}
+    granularity = {"model.pte": "token", "model.onnx": "tensor"}
+    emulated = {f: diagnosis["emulated"][g]["depth_sqnr_db"] for f, g in granularity.items()}
+    for file, depths in runtime.items():
+        assert len(depths) == 2 == len(emulated[file])  # the tiny model's two runs of the shared layer
+        for real, emu in zip(depths, emulated[file]):
+            assert abs(real - emu) < 3.0, (file, depths, emulated[file])
+        assert max(depths) < 20  # the planted channels cost every depth
+    (attempt,) = report["repair"]["attempts"]
+    for o in attempt["artifacts"]:
+        before = runtime[o["file"]]
+        assert len(o["after_depth_sqnr_db"]) == len(before)
+        assert all(a > b + 12 for a, b in zip(o["after_depth_sqnr_db"], before)), (o, before)
+    md = (result.out / "report.md").read_text()
+    assert "| depth | ONNX Runtime (per tensor), emulated |" in md and "model.onnx repaired (smooth), real |" in md
+    html = (result.out / "report.html").read_text()
+    assert "int8 error by depth: the hidden state after each run of the shared layer" in html
+
+
+@pytest.mark.parametrize("backend", [Backend.EXECUTORCH, Backend.ONNX], ids=lambda b: b.value)
+def test_a_depth_probe_computes_what_the_artifact_computes(planted, shared_export, backend):
+    """Reading each depth's hidden state changes nothing: the probe's outputs are the plain run's, and its
+    last state is what the head reads (same shapes: one row per token)."""
+    from mobile_export import backends
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import tokenize
+    from mobile_export.parity.texts import CHINESE, ENGLISH
+
+    result = shared_export(planted, ExportOptions(measure_memory=False))
+    fmt = backends.load(backend)
+    path = result.out / backends.get_info(backend).file_name
+    probe, plain = fmt.depth_runner(path), fmt.Runner(path)
+    loaded = load_checkpoint(planted)
+    for ex in tokenize(loaded.tokenizer, ENGLISH[:3] + CHINESE[:3], 64):
+        outputs, states = probe.run_states(ex.feeds)
+        for got, want in zip(outputs, plain.run(ex.feeds), strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert len(states) == loaded.config.num_hidden_layers
+        assert all(s.shape == (ex.length, loaded.config.hidden_size) for s in states)
+        assert not np.array_equal(states[0], states[-1])
 
 
 def test_repair_off_refuses_and_says_where_the_error_comes_from(planted, tmp_path):

@@ -60,6 +60,16 @@ class Runner(Protocol):
         ...
 
 
+class DepthRunner(Protocol):
+    """An artifact loaded in its real runtime so that the hidden state after each depth of its layer loop
+    can be read (the int8 diagnosis' error by depth)."""
+
+    def run_states(self, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """``Runner.run``'s outputs for one example (batch 1), and the hidden state after each depth as
+        ``[tokens, hidden]``."""
+        ...
+
+
 @dataclass(frozen=True)
 class MatmulCoverage:
     """Weight MatMuls quantized and left fp32, read from an .onnx / .ort (subgraphs included)."""
@@ -179,6 +189,11 @@ class Format(Protocol):
         """How an app loads and calls the artifact (into manifest.json)."""
         ...
 
+    def depth_runner(self, path: Path) -> DepthRunner | None:
+        """The artifact loaded so that each depth's hidden state can be read, None where the file's layers
+        are not a loop the runtime exposes."""
+        ...
+
 
 CONTRACT = (
     "Runner",
@@ -192,4 +207,5 @@ CONTRACT = (
     "coverage",
     "check",
     "usage",
+    "depth_runner",
 )

@@ -33,7 +33,15 @@ from ..model.summary import model_summary
 from ..parity.artifact import ArtifactResult
 from ..parity.checker import ArtifactCheck, ParitySource, Tally
 from ..parity.data import ParityData, read_parity_file
-from ..parity.diagnosis import GRANULARITY, SAMPLE_LENGTH, SAMPLE_TEXTS, Diagnosis, diagnose
+from ..parity.diagnosis import (
+    GRANULARITY,
+    SAMPLE_LENGTH,
+    SAMPLE_TEXTS,
+    Diagnosis,
+    diagnose,
+    reference_states,
+    runtime_depth_sqnr,
+)
 from ..reports import write_reports
 from ..reports.assembly import build_report
 from ..reports.records import kept_fp32
@@ -129,7 +137,7 @@ def export(
         del wrapper
         results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
         sample = _sample(loaded, data, max_len) if options.quant is Quant.INT8 else []
-        diagnosis = _diagnose(loaded, options, sample, progress)
+        diagnosis = _diagnose(loaded, options, sample, progress, [(b, path) for b, path, _, _ in exported])
         repaired = None
         if diagnosis is not None and options.repair is not Repair.OFF and failing(results):
             exported, results, run, parity_data, repaired = _repair(
@@ -232,14 +240,21 @@ def _sample(loaded: LoadedModel, data: ParityData | None, max_len: int) -> list[
 
 
 def _diagnose(
-    loaded: LoadedModel, options: ExportOptions, sample: list[Example], progress: Progress
+    loaded: LoadedModel,
+    options: ExportOptions,
+    sample: list[Example],
+    progress: Progress,
+    artifacts: list[tuple[Backend, Path]],
 ) -> Diagnosis | None:
-    """Where int8's error comes from (an int8 export only), emulated for each exported runtime."""
+    """Where int8's error comes from (an int8 export only), emulated for each exported runtime, and the error
+    by depth of each artifact in its real runtime."""
     if options.quant is not Quant.INT8 or not sample:
         return None
     granularities = sorted({GRANULARITY[b] for b in options.backends})
-    with progress.step(f"int8 diagnosis on {len(sample)} texts (emulated: {', '.join(granularities)})"):
-        return diagnose(loaded, sample, granularities, options.quantize_embeddings)
+    with progress.step(
+        f"int8 diagnosis on {len(sample)} texts (emulated: {', '.join(granularities)}; each artifact by depth)"
+    ):
+        return diagnose(loaded, sample, granularities, options.quantize_embeddings, artifacts)
 
 
 def _repair(
@@ -260,6 +275,7 @@ def _repair(
     record = RepairRecord(options.repair.value)
     current = loaded  # a later method starts from what an earlier one changed in the model
     tried: dict[Backend, set[tuple[str, ...]]] = {}  # the fp32 sets each artifact was exported with
+    reference: list | None = None  # the fp32 hidden state after each depth, for the repaired artifacts'
     steps = [(m, margin) for m in METHODS[options.repair] for margin in (MIXED_MARGINS_DB if m == "mixed" else (0.0,))]
     for method, margin in steps:
         if not failing(results):
@@ -293,7 +309,13 @@ def _repair(
         del wrapper
         before = {r.backend: r for r in results}
         results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
-        attempt.outcomes = [outcome(before[r.backend], r) for r in results if r.backend in redo]
+        if reference is None:
+            reference = reference_states(loaded, sample)
+        attempt.outcomes = [
+            outcome(before[r.backend], r, runtime_depth_sqnr(r.backend, staging / r.file, sample, reference))
+            for r in results
+            if r.backend in redo
+        ]
     progress.say(f"repair: {record.headline()}")
     return exported, results, run, parity_data, record
 

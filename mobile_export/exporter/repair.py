@@ -71,6 +71,9 @@ class Outcome:
     # median ms per text during each parity run (batch 1, the parity texts' mixed lengths; not a benchmark)
     parity_ms_before: float | None = None
     parity_ms_after: float | None = None
+    # the repaired artifact's hidden state after each depth, in its real runtime (SQNR dB; the plain one's
+    # is the diagnosis'); None where its layers are not a loop the runtime exposes
+    after_depth_sqnr_db: tuple[float | None, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -163,8 +166,9 @@ def fold_changes(folds: Sequence[Fold]) -> list[dict[str, Any]]:
     ]
 
 
-def outcome(before: ArtifactResult, after: ArtifactResult) -> Outcome:
-    """``after`` (the repaired artifact) against ``before`` (the plain one)."""
+def outcome(before: ArtifactResult, after: ArtifactResult, after_depth_db: Sequence[float] | None = None) -> Outcome:
+    """``after`` (the repaired artifact) against ``before`` (the plain one); ``after_depth_db``: its error by
+    depth in its runtime."""
     return Outcome(
         file=after.file,
         before_sqnr_db=_finite(before.parity.sqnr_db),
@@ -176,6 +180,7 @@ def outcome(before: ArtifactResult, after: ArtifactResult) -> Outcome:
         bytes_after=after.bytes,
         parity_ms_before=_median_ms(before),
         parity_ms_after=_median_ms(after),
+        after_depth_sqnr_db=None if after_depth_db is None else tuple(_finite(d) for d in after_depth_db),
     )
 
 

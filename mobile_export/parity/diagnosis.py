@@ -13,6 +13,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import torch
 
 from quantize.simulate import quantized
 
+from .. import backends
 from ..core.config import Backend
 from ..core.tasks import OutputKind
 from ..model.activations import ChannelRanges, channel_ranges
@@ -95,6 +97,9 @@ class Diagnosis:
     inputs: tuple[InputRange, ...]
     emulated: dict[str, Emulated] = field(default_factory=dict)  # by granularity
     table_db: float = math.inf  # the int8 word table alone (every Linear fp32); inf: the table stays fp32
+    # by artifact file: the hidden state's SQNR after each depth, the artifact run in its real runtime
+    # through its layer loop on the same texts (absent where the file's layers are not a loop it exposes)
+    runtime_depth_db: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,6 +108,7 @@ class Diagnosis:
             "inputs": [i.to_json() for i in self.inputs],
             "emulated": {g: e.to_json() for g, e in self.emulated.items()},
             "int8_table_alone_db": _db(self.table_db),
+            "runtime_depth_sqnr_db": {f: [_db(d) for d in depths] for f, depths in self.runtime_depth_db.items()},
         }
 
 
@@ -198,7 +204,8 @@ class Emulation:
 
     def __init__(self, loaded, examples: Sequence[Example], int8_table: bool = True) -> None:
         pad = loaded.tokenizer.pad_token_id
-        self.batch = _Batch.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+        self.examples = list(examples)
+        self.batch = _Batch.of(self.examples, int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
         self.reference, self.reference_states = _with_states(
             loaded.model, _runner(loaded.model, loaded.task, self.batch), self.batch
         )
@@ -250,10 +257,43 @@ def attribution_sample(config, examples: Sequence[Example]) -> list[Example]:
     return chosen
 
 
+def reference_states(loaded, examples: Sequence[Example]) -> list[list[np.ndarray]]:
+    """[depth][example]: the fp32 model's hidden state after each run of the shared layer, real tokens only."""
+    pad = loaded.tokenizer.pad_token_id
+    batch = _Batch.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+    return _with_states(loaded.model, _runner(loaded.model, loaded.task, batch), batch)[1]
+
+
+def runtime_depth_sqnr(
+    backend: Backend, path: Path, examples: Sequence[Example], reference: list[list[np.ndarray]]
+) -> tuple[float, ...] | None:
+    """The SQNR of the hidden state after each depth, the artifact at ``path`` run in its real runtime through
+    its layer loop against ``reference`` (``reference_states`` of the same ``examples``); None where the file's
+    layers are not a loop its runtime exposes."""
+    runner = backends.load(backend).depth_runner(path)
+    if runner is None:
+        return None
+    got: list[list[np.ndarray]] = []  # [example][depth]
+    for ex in examples:
+        got.append([s.reshape(-1) for s in runner.run_states(ex.feeds)[1]])
+    depths = len(got[0]) if got else 0
+    if not depths or len(reference) % depths:
+        return None
+    inner = len(reference) // depths  # a layer group of several inner layers is one run of the loop
+    return tuple(pooled_sqnr_db(reference[(d + 1) * inner - 1], [states[d] for states in got]) for d in range(depths))
+
+
 @torch.no_grad()
-def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str], int8_table: bool = True) -> Diagnosis:
+def diagnose(
+    loaded,
+    examples: Sequence[Example],
+    granularities: Sequence[str],
+    int8_table: bool = True,
+    artifacts: Sequence[tuple[Backend, Path]] = (),
+) -> Diagnosis:
     """The diagnosis of ``loaded``'s fp32 model (a LoadedModel) on ``examples`` for each runtime granularity
-    (``int8_table``: the export stores the word table int8, which every emulated run then includes)."""
+    (``int8_table``: the export stores the word table int8, which every emulated run then includes), and the
+    error by depth of each of ``artifacts`` in its real runtime."""
     model = loaded.model
     examples = list(examples)[:SAMPLE_TEXTS]
     names = quantized_linears(model)
@@ -268,4 +308,9 @@ def diagnose(loaded, examples: Sequence[Example], granularities: Sequence[str], 
         every, _, depth_db = emulation.depth_sqnr(names, g)
         emulated[g] = Emulated(g, every, depth_db, tuple(errors))
     table_db = emulation.sqnr((), "tensor")[0] if int8_table else math.inf  # no Linear quantized: the table alone
-    return Diagnosis(len(examples), len(few), inputs, emulated, table_db)
+    runtime = {}
+    for backend, path in artifacts:
+        measured = runtime_depth_sqnr(backend, path, examples, emulation.reference_states)
+        if measured is not None:
+            runtime[path.name] = measured
+    return Diagnosis(len(examples), len(few), inputs, emulated, table_db, runtime)

@@ -6,7 +6,7 @@ import base64
 import io
 
 from ..measure.size import GROUPS
-from .records import ReportRecord
+from .records import ReportRecord, depth_series
 
 
 def _figure_png(fig) -> str:
@@ -53,6 +53,25 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
             ax.set_ylabel("max |diff| in the example")
             ax.set_title(f"{a.file}: error by length")
             out.append((f"{a.file}: per-example max error by sequence length", _figure_png(fig)))
+    series = depth_series(report.diagnosis, report.repair)
+    if series:
+        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        for s in series:
+            depths = [k + 1 for k, v in enumerate(s.sqnr_db) if v is not None]
+            ax.plot(
+                depths,
+                [v for v in s.sqnr_db if v is not None],
+                linestyle="-" if s.measured else "--",
+                marker="o" if s.measured else None,
+                markersize=3,
+                label=s.label,
+            )
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel("depth (runs of the shared layer)")
+        ax.set_ylabel("hidden state SQNR vs fp32 (dB)")
+        ax.set_title("int8 error by depth")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        out.append(("int8 error by depth: the hidden state after each run of the shared layer", _figure_png(fig)))
     sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
     if sized:
         fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sized)))

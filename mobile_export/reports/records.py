@@ -273,3 +273,36 @@ def kept_fp32(repair: dict | None, file: str) -> list[str]:
         if any(o.get("file") == file for o in attempt.get("artifacts", [])):
             kept = [w for c in attempt.get("changes", []) if file in c.get("artifacts", []) for w in c["fp32_weights"]]
     return kept
+
+
+GRANULARITY_RUNTIME = {"tensor": "ONNX Runtime (per tensor)", "token": "XNNPACK (per token)"}
+
+
+@dataclass(frozen=True)
+class DepthSeries:
+    """One line of the int8 error by depth: the hidden state's SQNR after each run of the shared layer."""
+
+    label: str
+    measured: bool  # in the artifact's real runtime (False: emulated in PyTorch)
+    sqnr_db: tuple[float | None, ...]
+
+
+def depth_series(diagnosis: dict[str, Any], repair: dict[str, Any]) -> list[DepthSeries]:
+    """The error-by-depth lines a report shows: each runtime emulated, each artifact in its runtime, and each
+    artifact the applied repair re-exported (report.json's ``diagnosis`` and ``repair``)."""
+    out = [
+        DepthSeries(f"{GRANULARITY_RUNTIME.get(g, g)}, emulated", False, tuple(e.get("depth_sqnr_db") or ()))
+        for g, e in (diagnosis.get("emulated") or {}).items()
+    ]
+    out += [
+        DepthSeries(f"{f}, real", True, tuple(v)) for f, v in (diagnosis.get("runtime_depth_sqnr_db") or {}).items()
+    ]
+    applied: dict[str, Any] = next(
+        (a for a in repair.get("attempts", []) if a.get("method") == repair.get("applied")), {}
+    )
+    for o in applied.get("artifacts", []):
+        if o.get("after_depth_sqnr_db"):
+            out.append(
+                DepthSeries(f"{o['file']} repaired ({applied['method']}), real", True, tuple(o["after_depth_sqnr_db"]))
+            )
+    return [s for s in out if s.sqnr_db]

@@ -15,7 +15,7 @@ from ..core.files import REPORT_HTML, REPORT_JSON, REPORT_MD
 from ..core.fsutil import write_bytes
 from ..measure.size import GROUPS
 from .charts import plots
-from .records import ReportRecord, mismatch
+from .records import GRANULARITY_RUNTIME, ReportRecord, depth_series, mismatch
 
 
 def _pct(v) -> str:
@@ -162,7 +162,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     ]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
-    out += _diagnosis_sections(report.diagnosis) + _repair_sections(report.repair)
+    out += _diagnosis_sections(report.diagnosis, report.repair) + _repair_sections(report.repair)
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
     if sized:
         rows = [[g] + [f"{s.groups[g]:,}" for _, s in sized if s.groups is not None] for g in GROUPS]
@@ -183,7 +183,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     return out
 
 
-RUNTIME_OF = {"tensor": "ONNX Runtime (per tensor)", "token": "XNNPACK (per token)"}
+RUNTIME_OF = GRANULARITY_RUNTIME
 
 
 def short_weight(name: str) -> str:
@@ -194,8 +194,9 @@ def short_weight(name: str) -> str:
     return name.removeprefix("albert.").removeprefix("encoder.")
 
 
-def _diagnosis_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The int8 diagnosis: each weight's input channels and error share, and the error by depth."""
+def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The int8 diagnosis: each weight's input channels and error share, and the error by depth (emulated, and
+    each artifact in its runtime, plain and repaired)."""
     if not d.get("inputs"):
         return []
     emulated = d.get("emulated") or {}
@@ -220,16 +221,18 @@ def _diagnosis_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]
             rows,
         )
     ]
-    depth = max((len(e.get("depth_sqnr_db") or []) for e in emulated.values()), default=0)
+    series = depth_series(d, repair)
+    depth = max((len(s.sqnr_db) for s in series), default=0)
     if depth:
         drows = [
-            [str(k + 1)] + [_num((e.get("depth_sqnr_db") or [None] * depth)[k], ".1f") for e in emulated.values()]
+            [str(k + 1)] + [_num(s.sqnr_db[k] if k < len(s.sqnr_db) else None, ".1f") for s in series]
             for k in range(depth)
         ]
         out.append(
             (
-                "int8 error by depth of the shared layer (emulated: hidden state after each run, SQNR dB)",
-                ["depth"] + [RUNTIME_OF.get(g, g) for g in emulated],
+                "int8 error by depth of the shared layer (hidden state after each run, SQNR dB; emulated in PyTorch, "
+                "and each artifact in its runtime through its layer loop)",
+                ["depth"] + [s.label for s in series],
                 drows,
             )
         )

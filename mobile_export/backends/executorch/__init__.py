@@ -19,7 +19,7 @@ from .convention import (
 from .inspection import coverage, int4_group_size, int4_weight_group_sizes, memory_sharing, stored_quant
 from .layout import blobs, files, share_stored_bytes
 from .lowering import export
-from .runner import Runner
+from .runner import Runner, depth_runner
 from .validation import check
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "blobs",
     "check",
     "coverage",
+    "depth_runner",
     "export",
     "files",
     "int4_group_size",

@@ -81,7 +81,23 @@ class Runner:
         else:
             self.forward = self.program.load_method("forward")
 
+    @property
+    def loops(self) -> bool:
+        """The program is run through its layer loop (each depth's hidden state passes through the caller)."""
+        return self.forward is None
+
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self._run(feeds, None)
+
+    def run_states(self, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The outputs and the hidden state after each depth of the layer loop, each ``[tokens, hidden]``."""
+        if not self.loops:
+            raise ValueError("a single-method program has no layer loop to observe")
+        states: list[np.ndarray] = []
+        outputs = self._run(feeds, states)
+        return outputs, states
+
+    def _run(self, feeds: dict[str, np.ndarray], states: list[np.ndarray] | None) -> list[np.ndarray]:
         from ...core.signature import INPUT_NAMES
 
         inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in INPUT_NAMES]
@@ -91,5 +107,13 @@ class Runner:
             hidden, mask = self.embed.execute(inputs)
             for g in self.schedule:
                 (hidden,) = self.groups[g].execute([hidden, mask])
+                if states is not None:  # [1, S, 1, H] -> [S, H]; copied: the method's memory is reused
+                    states.append(hidden.detach().numpy().reshape(hidden.shape[1], -1).copy())
             outputs = self.head.execute([hidden, *[inputs[i] for i in self.head_inputs]])
         return [o.detach().numpy().copy() for o in outputs]
+
+
+def depth_runner(path: Path) -> Runner | None:
+    """``path`` loaded for ``run_states``, or None when the program has no layer loop (``--pte-entry forward``)."""
+    runner = Runner(path, threads=None, verification="minimal")
+    return runner if runner.loops else None

@@ -12,7 +12,7 @@ from .convention import usage
 from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, memory_sharing, quant_of, stored_quant
 from .layout import DATA_SUFFIX, blobs, files
 from .lowering import OPSET, export
-from .runner import Runner
+from .runner import Runner, depth_runner
 from .validation import check, check_interface
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "check",
     "check_interface",
     "coverage",
+    "depth_runner",
     "export",
     "files",
     "int4_group_size",

@@ -19,7 +19,9 @@ One place decides: ``precision_for(host)``; every session the project makes come
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ...core.host import Host, this_host
 
@@ -207,8 +209,14 @@ def _drop_unused(model) -> None:
     model.graph.initializer.extend(keep)
 
 
-def session(path: Path, threads: int | None = None, precision: Precision | None = None):
-    """An ONNX Runtime CPU session of ``path`` (.onnx or .ort) in ``precision`` (default: this host's)."""
+def session(
+    path: Path,
+    threads: int | None = None,
+    precision: Precision | None = None,
+    edit: Callable[[Any], None] | None = None,
+):
+    """An ONNX Runtime CPU session of ``path`` (.onnx or .ort) in ``precision`` (default: this host's);
+    ``edit`` changes an .onnx's graph (a ModelProto, external data not loaded) before ONNX Runtime reads it."""
     import onnxruntime as ort
 
     precision = precision or precision_for()
@@ -220,11 +228,20 @@ def session(path: Path, threads: int | None = None, precision: Precision | None 
     source: str | bytes = str(path)
     if precision is Precision.EXACT:
         opts.add_session_config_entry(OPTION, "1")
-        if Path(path).suffix == ".onnx":
-            # every weight, not only the Loop body's: ONNX Runtime's own conversion fails on a weight that
-            # several nodes of the main graph read ("Attempt to replace the existing tensor", an unrolled
-            # layer), and cannot reach a tied decoder's Transpose(table)
-            source = exact_source(Path(path), opts, everywhere=True)
+    if Path(path).suffix == ".onnx" and (precision is Precision.EXACT or edit is not None):
+        # every weight, not only the Loop body's: ONNX Runtime's own conversion fails on a weight that
+        # several nodes of the main graph read ("Attempt to replace the existing tensor", an unrolled
+        # layer), and cannot reach a tied decoder's Transpose(table)
+        model = exact_model(Path(path), everywhere=True) if precision is Precision.EXACT else None
+        if edit is not None:
+            if model is None:
+                import onnx
+
+                model = onnx.load(str(path), load_external_data=False)
+            edit(model)
+        if model is not None:
+            opts.add_session_config_entry(EXTERNAL_FOLDER, str(Path(path).resolve().parent))
+            source = model.SerializeToString()
     return ort.InferenceSession(source, sess_options=opts, providers=["CPUExecutionProvider"])
 
 

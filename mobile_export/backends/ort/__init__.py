@@ -34,6 +34,11 @@ def files(path: Path) -> list[Path]:
 usage = onnx_backend.usage
 
 
+def depth_runner(path: Path) -> None:
+    """None: an ORT-format file cannot be edited to hand out its Loop's states (its .onnx can)."""
+    return None
+
+
 def _graphs(path: Path):
     """(graph, initializer names it can read) for the main graph and every subgraph."""
     from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import InferenceSession
