@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..parity.checker import Tally
 
 # The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 7
+REPORT_SCHEMA = 8
 
 
 @dataclass
