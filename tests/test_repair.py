@@ -32,7 +32,7 @@ def _failed_report(out):
 
 
 def test_exact_outliers_are_repaired_and_pass(planted, shared_export):
-    result = shared_export(planted, ExportOptions(measure_memory=False))
+    result = shared_export(planted, ExportOptions())
     report = result.report
     assert result.passed and report["repair"]["applied"] == "smooth"
     (attempt,) = report["repair"]["attempts"]
@@ -43,6 +43,9 @@ def test_exact_outliers_are_repaired_and_pass(planted, shared_export):
         assert o["before_sqnr_db"] < 20 <= o["after_sqnr_db"] and o["passed"], o  # plain failed, repaired passes
         assert o["after_sqnr_db"] > o["before_sqnr_db"] + 12
         assert o["bytes_after"] == o["bytes_before"]  # same graph, same shapes: a fold costs no byte
+        # what the device feels, plain and repaired, each in a fresh process as bench measures it
+        assert o["cost_tokens"] == min(128, report["options"]["max_seq_len"]), o
+        assert all(o[k] > 0 for k in ("latency_ms_before", "latency_ms_after", "model_rss_before", "model_rss_after"))
     for a in report["artifacts"]:  # what was written is the repaired artifact, judged by the gate
         assert a["parity"]["passed"] and a["sha256"] == sha256_file(result.out / a["file"])
     inputs = {i["weight"]: i for i in report["diagnosis"]["inputs"]}
@@ -52,12 +55,14 @@ def test_exact_outliers_are_repaired_and_pass(planted, shared_export):
     md = (result.out / "report.md").read_text()
     assert "int8 repair (--repair auto; kept: smooth)" in md and "outlier channels (x median)" in md
     assert "repair smooth:" in summary(report)
+    assert "model RAM" in summary(report) and "ms at" in summary(report)
+    assert "tokens (bench) | model RAM | verdict |" in md
 
 
 def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(planted, shared_export):
     """Each artifact's hidden state after each depth, read in its real runtime through its layer loop, before
     and after the repair; the plain artifacts' figures agree with the emulation of their runtime."""
-    result = shared_export(planted, ExportOptions(measure_memory=False))
+    result = shared_export(planted, ExportOptions())
     report = result.report
     diagnosis = report["diagnosis"]
     runtime = diagnosis["runtime_depth_sqnr_db"]
@@ -89,7 +94,7 @@ def test_a_depth_probe_computes_what_the_artifact_computes(planted, shared_expor
     from mobile_export.model.reference import tokenize
     from mobile_export.parity.texts import CHINESE, ENGLISH
 
-    result = shared_export(planted, ExportOptions(measure_memory=False))
+    result = shared_export(planted, ExportOptions())
     fmt = backends.load(backend)
     path = result.out / backends.get_info(backend).file_name
     probe, plain = fmt.depth_runner(path), fmt.Runner(path)

@@ -24,6 +24,7 @@ from ..core.fsutil import disk_error, make_staging, prepare_destination, publish
 from ..core.progress import Progress, Silent
 from ..core.signature import INPUT_NAMES
 from ..core.tasks import get_task
+from ..measure.bench import measure
 from ..measure.budgets import Budget, resolve_budget
 from ..measure.size import SizeEntry
 from ..model.heads import parse_head, with_head
@@ -55,6 +56,7 @@ from .repair import (
     NOTHING_TO_FOLD,
     NOTHING_TO_KEEP,
     Attempt,
+    Cost,
     RepairRecord,
     failing,
     fold_changes,
@@ -300,6 +302,7 @@ def _repair(
         for b, keep in redo.items():
             tried.setdefault(b, set()).add(keep)
         current = fixed
+        costs = {b: _cost(b, staging, loaded, max_len) for b in redo} if options.measure_memory else {}
         wrapper, _ = export_module(current, options)
         exported = [
             export_one(b, wrapper, options, current, max_len, staging, progress, keep=redo[b]) if b in redo else e
@@ -312,12 +315,30 @@ def _repair(
         if reference is None:
             reference = reference_states(loaded, sample)
         attempt.outcomes = [
-            outcome(before[r.backend], r, runtime_depth_sqnr(r.backend, staging / r.file, sample, reference))
+            outcome(
+                before[r.backend],
+                r,
+                runtime_depth_sqnr(r.backend, staging / r.file, sample, reference),
+                (costs[r.backend], _cost(r.backend, staging, loaded, max_len)) if r.backend in costs else None,
+            )
             for r in results
             if r.backend in redo
         ]
     progress.say(f"repair: {record.headline()}")
     return exported, results, run, parity_data, record
+
+
+COST_TOKENS = 128  # the length a repair's latency is reported at (the export's max length if shorter)
+COST_THREADS = 2
+
+
+def _cost(backend: Backend, staging: Path, loaded: LoadedModel, max_len: int) -> Cost:
+    """The artifact of ``backend`` in ``staging`` as ``bench`` measures it: a fresh process, batch-1 calls at
+    ``COST_TOKENS`` tokens on ``COST_THREADS`` threads, the model's RAM after them."""
+    tokens = min(COST_TOKENS, max_len)
+    path = staging / backends.get_info(backend).file_name
+    got = measure(backend.value, str(path), COST_THREADS, [tokens], int(loaded.config.vocab_size), runs=10, warmup=3)
+    return Cost(tokens, float(got["latency_ms"][str(tokens)]["median"]), int(got["model_rss_bytes"]))
 
 
 def _mixed(

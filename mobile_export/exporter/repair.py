@@ -74,6 +74,13 @@ class Outcome:
     # the repaired artifact's hidden state after each depth, in its real runtime (SQNR dB; the plain one's
     # is the diagnosis'); None where its layers are not a loop the runtime exposes
     after_depth_sqnr_db: tuple[float | None, ...] | None = None
+    # what the device feels, each artifact in a fresh process as ``bench`` measures it (``Cost``): median ms of
+    # one call at ``cost_tokens`` tokens, and the model's RAM after load + runs; None with --no-memory
+    cost_tokens: int | None = None
+    latency_ms_before: float | None = None
+    latency_ms_after: float | None = None
+    model_rss_before: int | None = None
+    model_rss_after: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -166,9 +173,32 @@ def fold_changes(folds: Sequence[Fold]) -> list[dict[str, Any]]:
     ]
 
 
-def outcome(before: ArtifactResult, after: ArtifactResult, after_depth_db: Sequence[float] | None = None) -> Outcome:
+@dataclass(frozen=True)
+class Cost:
+    """One artifact as the device feels it: ``bench``'s fresh-process measurement at one length."""
+
+    tokens: int
+    latency_ms: float  # median of batch-1 calls
+    model_rss: int  # bytes: the model's RAM after load and the calls
+
+
+def outcome(
+    before: ArtifactResult,
+    after: ArtifactResult,
+    after_depth_db: Sequence[float] | None = None,
+    costs: tuple[Cost, Cost] | None = None,
+) -> Outcome:
     """``after`` (the repaired artifact) against ``before`` (the plain one); ``after_depth_db``: its error by
-    depth in its runtime."""
+    depth in its runtime; ``costs``: (before, after) measured on the device's path."""
+    cost: dict[str, Any] = {}
+    if costs is not None:
+        cost = {
+            "cost_tokens": costs[1].tokens,
+            "latency_ms_before": costs[0].latency_ms,
+            "latency_ms_after": costs[1].latency_ms,
+            "model_rss_before": costs[0].model_rss,
+            "model_rss_after": costs[1].model_rss,
+        }
     return Outcome(
         file=after.file,
         before_sqnr_db=_finite(before.parity.sqnr_db),
@@ -181,6 +211,7 @@ def outcome(before: ArtifactResult, after: ArtifactResult, after_depth_db: Seque
         parity_ms_before=_median_ms(before),
         parity_ms_after=_median_ms(after),
         after_depth_sqnr_db=None if after_depth_db is None else tuple(_finite(d) for d in after_depth_db),
+        **cost,
     )
 
 

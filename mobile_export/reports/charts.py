@@ -24,6 +24,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = []
     for a in report.artifacts:
@@ -66,7 +67,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
                 markersize=3,
                 label=s.label,
             )
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("depth (runs of the shared layer)")
         ax.set_ylabel("hidden state SQNR vs fp32 (dB)")
         ax.set_title("int8 error by depth")

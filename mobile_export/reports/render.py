@@ -259,10 +259,20 @@ def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
                     f"{_num(o.get('parity_ms_before'), '.2f')} -> {_num(o.get('parity_ms_after'), '.2f')}"
                     if o
                     else "n/a",
+                    f"{_num(o.get('latency_ms_before'), '.2f')} -> {_num(o.get('latency_ms_after'), '.2f')}"
+                    if o
+                    else "n/a",
+                    f"{mib(o['model_rss_before'])} -> {mib(o['model_rss_after'])}"
+                    if o.get("model_rss_before") is not None
+                    else "n/a",
                     ("pass" if o.get("passed") else "FAIL") if o else "not exported",
                 ]
             )
-    head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "median ms (parity)", "verdict"]
+    tokens = next(
+        (o["cost_tokens"] for a in r["attempts"] for o in a.get("artifacts", []) if o.get("cost_tokens")), 128
+    )
+    head = ["method", "changed", "artifact", "SQNR dB", "lowest example dB", "bytes", "median ms (parity)"]
+    head += [f"median ms at {tokens} tokens (bench)", "model RAM", "verdict"]
     return [(f"int8 repair (--repair {r.get('mode')}; kept: {r.get('applied') or 'none'})", head, rows)]
 
 
@@ -408,6 +418,15 @@ def regenerate(folder: Path) -> list[str]:
     return write_reports(report, folder)
 
 
+def _cost_change(o: dict) -> str:
+    """A repaired artifact's change in model RAM and latency, as the device's path measured them ('' if not)."""
+    if o.get("latency_ms_before") is None:
+        return ""
+    ram = (o["model_rss_after"] - o["model_rss_before"]) / 2**20
+    ms = 100 * (o["latency_ms_after"] / o["latency_ms_before"] - 1)
+    return f", model RAM {ram:+.1f} MiB, {ms:+.0f}% ms at {o['cost_tokens']} tokens"
+
+
 def _repair_summary(r: dict) -> list[str]:
     """The CLI's lines on --repair: what each attempt changed and what it did to each artifact."""
     lines = []
@@ -421,7 +440,7 @@ def _repair_summary(r: dict) -> list[str]:
             what = f"{moved} channels rescaled in {len(a['changes'])} weight pairs"
         done = ", ".join(
             f"{o['file']} {_num(o['before_sqnr_db'], '.1f')} -> {_num(o['after_sqnr_db'], '.1f')} dB "
-            f"({'pass' if o['passed'] else 'FAIL'}, {o['bytes_after'] - o['bytes_before']:+,} B)"
+            f"({'pass' if o['passed'] else 'FAIL'}, {o['bytes_after'] - o['bytes_before']:+,} B{_cost_change(o)})"
             for o in a.get("artifacts", [])
         )
         lines.append(f"repair {a['method']}: {what}" + (f"; {done}" if done else ""))
