@@ -19,7 +19,7 @@ pytestmark = pytest.mark.arm64
 
 
 @pytest.mark.parametrize("plant", ["exact", "residual"])
-def test_repaired_artifacts_pass_on_phone_cpus(tiny_checkpoint, tmp_path, capsys, plant):
+def test_repaired_artifacts_pass_on_phone_cpus(tiny_checkpoint, tmp_path, capsys, monkeypatch, plant):
     source = tiny_checkpoint("text-classification")
     if plant == "exact":  # 50x channels a fold removes exactly: both formats re-exported by smooth
         ckpt, applied, repaired = planted_checkpoint(source, tmp_path / "ckpt", 50.0), "smooth", {"model.pte", "model.onnx"}
@@ -34,6 +34,8 @@ def test_repaired_artifacts_pass_on_phone_cpus(tiny_checkpoint, tmp_path, capsys
     host = {a["file"]: a["parity"] for a in report["artifacts"]}
 
     checked = tmp_path / "parity"
+    # run from a folder without the project: the emulated Python must find the packages where they are installed
+    monkeypatch.chdir(tmp_path)
     code = main(["parity", str(ckpt), str(out / "model.pte"), str(out / "model.onnx"), "--isa", "arm64",
                  "--cpus", CPUS, "--out", str(checked)])
     printed = capsys.readouterr()

@@ -40,15 +40,25 @@ def read_message(stream):
     return pickle.loads(stream.read(size))  # our own worker's reply, never outside data
 
 
+def _package_folder(name: str) -> Path:
+    """Where the installed package ``name`` lives (found, not imported): the emulated Python imports it from a
+    link, whatever the working directory."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise MobileExportError(f"the {name} package is not installed here; reinstall mobile-export")
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
 class Emulator:
     """A worker process under qemu-aarch64 emulating ``cpu`` (a context manager; ``close`` ends it)."""
 
     def __init__(self, env: Arm64Env, cpu: str, qemu: Path | None = None) -> None:
         self.cpu = cpu
-        package = Path(__file__).resolve().parents[2]
         self._project = tempfile.TemporaryDirectory(prefix="mobile-export-arm64-")
         for name in ("mobile_export", "quantize"):  # only the project's packages, beside the aarch64 site
-            os.symlink(package / name, Path(self._project.name) / name)
+            os.symlink(_package_folder(name), Path(self._project.name) / name)
         self._log = open(Path(self._project.name) / "worker.log", "w+b")
         env_vars = {
             "QEMU_CPU": cpu,
