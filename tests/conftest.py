@@ -15,6 +15,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # the workers share the cores: one thread each for ONNX Runtime, ExecuTorch and PyTorch (and the processes
+    # tests start), else their spinning thread pools oversubscribe the cores (BENCHMARKS.md, "The test suite's time")
+    os.environ.setdefault("MOBILE_EXPORT_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 

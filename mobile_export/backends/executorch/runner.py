@@ -55,6 +55,9 @@ class Runner:
         import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
         from executorch.runtime import Runtime, Verification
 
+        from ...core.threads import runtime_threads
+
+        threads = runtime_threads(threads)
         if threads:
             from executorch.extension.pybindings import portable_lib
 

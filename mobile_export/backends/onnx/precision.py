@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.host import Host, this_host
+from ...core.threads import runtime_threads
 
 OPTION = "session.x64quantprecision"
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
@@ -222,6 +223,7 @@ def session(
     precision = precision or precision_for()
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    threads = runtime_threads(threads)
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
