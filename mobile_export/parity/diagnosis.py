@@ -154,6 +154,12 @@ class _Batch:
             feeds.append(torch.from_numpy(np.stack(rows)))
         return cls((feeds[0], feeds[1], feeds[2]), lengths, per_token)
 
+    @classmethod
+    def padded(cls, loaded, examples: Sequence[Example]) -> _Batch:
+        """``examples`` padded with ``loaded``'s tokenizer's pad id, split per token where its task's outputs are."""
+        pad = loaded.tokenizer.pad_token_id
+        return cls.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+
     def split(self, t: torch.Tensor) -> list[np.ndarray]:
         """A batched tensor as each example's flat array (its real tokens only where ``per_token``)."""
         t = t.detach().float()
@@ -203,9 +209,7 @@ class Emulation:
     Linears chosen per call in a runtime's emulated dynamic int8."""
 
     def __init__(self, loaded, examples: Sequence[Example], int8_table: bool = True) -> None:
-        pad = loaded.tokenizer.pad_token_id
-        self.examples = list(examples)
-        self.batch = _Batch.of(self.examples, int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+        self.batch = _Batch.padded(loaded, examples)
         self.reference, self.reference_states = _with_states(
             loaded.model, _runner(loaded.model, loaded.task, self.batch), self.batch
         )
@@ -259,8 +263,7 @@ def attribution_sample(config, examples: Sequence[Example]) -> list[Example]:
 
 def reference_states(loaded, examples: Sequence[Example]) -> list[list[np.ndarray]]:
     """[depth][example]: the fp32 model's hidden state after each run of the shared layer, real tokens only."""
-    pad = loaded.tokenizer.pad_token_id
-    batch = _Batch.of(list(examples), int(pad) if pad is not None else 0, loaded.task.kind in PER_TOKEN)
+    batch = _Batch.padded(loaded, examples)
     return _with_states(loaded.model, _runner(loaded.model, loaded.task, batch), batch)[1]
 
 

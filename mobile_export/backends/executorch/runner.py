@@ -10,31 +10,41 @@ import torch
 
 from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_INPUTS_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 
-_NOISE = (b"[cpuinfo_utils.cpp:",)
+_NOISE = (b"[cpuinfo_utils.cpp:", b"[threadpool.cpp:")  # the runtime's probing and threadpool notices
 
 
 @contextlib.contextmanager
 def _runtime_chatter_filtered():
-    """The ExecuTorch runtime prints cpuinfo probing lines (``[cpuinfo_utils.cpp:71] Reading file ...``)
-    on the process's stderr when it first initializes; catch file descriptor 2 while loading and pass
-    every other line through, so real errors still show."""
+    """The ExecuTorch runtime prints cpuinfo probing lines (``[cpuinfo_utils.cpp:71] Reading file ...``) when it
+    first initializes and a notice whenever its threadpool is resized, through Python's ``sys.stderr`` (its
+    Python bindings' log) or, without them, file descriptor 2; catch both while loading and pass every other
+    line through, so real errors still show."""
+    import io
     import os
     import sys
     import tempfile
 
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved, python_stderr = os.dup(2), sys.stderr
+    logged = io.StringIO()
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
+        sys.stderr = logged
         try:
             yield
         finally:
+            sys.stderr = python_stderr
             os.dup2(saved, 2)
             os.close(saved)
             caught.seek(0)
             kept = [line for line in caught.read().splitlines(keepends=True) if not line.startswith(_NOISE)]
             if kept:
                 os.write(2, b"".join(kept))
+            text = [
+                line for line in logged.getvalue().splitlines(keepends=True) if not line.encode().startswith(_NOISE)
+            ]
+            if text:
+                python_stderr.write("".join(text))
 
 
 class Runner:
