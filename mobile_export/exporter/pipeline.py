@@ -278,6 +278,7 @@ def _repair(
     current = loaded  # a later method starts from what an earlier one changed in the model
     tried: dict[Backend, set[tuple[str, ...]]] = {}  # the fp32 sets each artifact was exported with
     reference: list | None = None  # the fp32 hidden state after each depth, for the repaired artifacts'
+    measured: dict[Backend, Cost] = {}  # each artifact's cost as it is now (a later attempt's "before")
     steps = [(m, margin) for m in METHODS[options.repair] for margin in (MIXED_MARGINS_DB if m == "mixed" else (0.0,))]
     for method, margin in steps:
         if not failing(results):
@@ -302,7 +303,10 @@ def _repair(
         for b, keep in redo.items():
             tried.setdefault(b, set()).add(keep)
         current = fixed
-        costs = {b: _cost(b, staging, loaded, max_len) for b in redo} if options.measure_memory else {}
+        if options.measure_memory:
+            for b in redo:
+                measured.setdefault(b, _cost(b, staging, loaded, max_len))
+        before_cost = {b: measured[b] for b in redo if b in measured}
         wrapper, _ = export_module(current, options)
         exported = [
             export_one(b, wrapper, options, current, max_len, staging, progress, keep=redo[b]) if b in redo else e
@@ -314,12 +318,14 @@ def _repair(
         results, run, parity_data = _check_exported(exported, loaded, options, data, max_len, progress)
         if reference is None:
             reference = reference_states(loaded, sample)
+        for b in before_cost:
+            measured[b] = _cost(b, staging, loaded, max_len)
         attempt.outcomes = [
             outcome(
                 before[r.backend],
                 r,
                 runtime_depth_sqnr(r.backend, staging / r.file, sample, reference),
-                (costs[r.backend], _cost(r.backend, staging, loaded, max_len)) if r.backend in costs else None,
+                (before_cost[r.backend], measured[r.backend]) if r.backend in before_cost else None,
             )
             for r in results
             if r.backend in redo

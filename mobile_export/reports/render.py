@@ -183,9 +183,6 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     return out
 
 
-RUNTIME_OF = GRANULARITY_RUNTIME
-
-
 def short_weight(name: str) -> str:
     """A weight's name without the path every ALBERT shares: ``layer 0.attention.query``."""
     if ".albert_layers." in name:
@@ -203,7 +200,7 @@ def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], lis
     shares = {g: {w["weight"]: w for w in e.get("weights", [])} for g, e in emulated.items()}
     head = ["weight", "runs", "input spread (max / median channel)", "outlier channels (x median)"]
     for g in emulated:
-        head += [f"{RUNTIME_OF.get(g, g)}: alone dB", f"{RUNTIME_OF.get(g, g)}: all but it dB"]
+        head += [f"{GRANULARITY_RUNTIME.get(g, g)}: alone dB", f"{GRANULARITY_RUNTIME.get(g, g)}: all but it dB"]
     rows = []
     for i in d["inputs"]:
         named = ", ".join(f"{o['channel']} ({o['ratio']:.0f}x)" for o in i.get("outliers", [])) or "none"
@@ -212,7 +209,9 @@ def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], lis
             w = shares[g].get(i["weight"], {})
             row += [_num(w.get("alone_db"), ".1f"), _num(w.get("without_db"), ".1f")]
         rows.append(row)
-    totals = ", ".join(f"{RUNTIME_OF.get(g, g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items())
+    totals = ", ".join(
+        f"{GRANULARITY_RUNTIME.get(g, g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items()
+    )
     out = [
         (
             f"int8 diagnosis: each weight's input and error (emulated on {d.get('texts')} texts, each weight's "
@@ -281,7 +280,7 @@ def _change(c: dict) -> str:
     if "fp32_weights" in c:
         kept = ", ".join(short_weight(w) for w in c["fp32_weights"]) or "none"
         return (
-            f"fp32 for {RUNTIME_OF.get(c['granularity'], c['granularity'])}: {kept} (emulated "
+            f"fp32 for {GRANULARITY_RUNTIME.get(c['granularity'], c['granularity'])}: {kept} (emulated "
             f"{_num(c.get('emulated_before_db'), '.1f')} -> {_num(c.get('emulated_after_db'), '.1f')} dB)"
         )
     return (
