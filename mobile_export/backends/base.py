@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
-import torch
 
 from ..core.config import Quant
+
+if TYPE_CHECKING:  # a process that only runs artifacts (measurements, the phone) never imports torch
+    import torch
 
 
 class ExportStats(TypedDict, total=False):

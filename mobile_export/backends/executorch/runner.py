@@ -62,15 +62,11 @@ class Runner:
             self._load(path, threads, verification, entry)
 
     def _load(self, path: Path, threads: int | None, verification: str, entry: str | None) -> None:
-        import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit (int4 tables) in the runtime
-        from executorch.runtime import Runtime, Verification
-
         from ...core.threads import runtime_threads
+        from .runtime_libs import Runtime, Verification, portable_lib
 
         threads = runtime_threads(threads)
         if threads:
-            from executorch.extension.pybindings import portable_lib
-
             portable_lib._unsafe_reset_threadpool(threads)
         level = Verification.InternalConsistency if verification == "internal" else Verification.Minimal
         self.program = Runtime.get().load_program(str(path), verification=level)

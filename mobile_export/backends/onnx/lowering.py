@@ -5,20 +5,23 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ...core.config import DEFAULT_INT4_GROUP_SIZE, Quant
 from ...core.signature import INPUT_NAMES
 from ..base import ExportStats
 from .layout import externalize
 
+if TYPE_CHECKING:  # imported where an export runs: the format's runner is used without torch
+    import torch
+
 OPSET = 18
 
 
 def _exported(module, args, dynamic_shapes, input_names: list[str], output_names: list[str]) -> Any:
     """``module`` through the torch exporter (dynamo, opset ``OPSET``, optimized, weights inline)."""
+    import torch
+
     prog = torch.onnx.export(
         module,
         args,
@@ -70,6 +73,7 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     """One ONNX graph: embed -> Loop(layers) over ALBERT's shared layer group -> head. The layer's
     weights are stored once (in the main graph, see ``layout.hoist_loop_weights``) and read by the Loop
     body, so ONNX Runtime builds and prepacks that layer once."""
+    import torch
     from onnx import TensorProto, helper
 
     from ...model.stages import cut, head_inputs

@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ...core.config import Quant
 from ...core.errors import ArtifactLoadError, first_line
@@ -21,6 +19,9 @@ from .. import onnx as onnx_backend
 from ..base import ExportStats, MatmulCoverage
 from ..onnx.inspection import declared_fp32
 from ..onnx.precision import exact_source
+
+if TYPE_CHECKING:  # exported from a torch module, run without torch
+    import torch
 
 runtime_version = onnx_backend.runtime_version
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension

@@ -34,8 +34,9 @@ def main() -> int:
             elif op == "versions":
                 from importlib.metadata import version
 
-                import executorch.runtime  # noqa: F401  the imports the runners make
                 import onnxruntime
+
+                from ...backends.executorch import runtime_libs  # noqa: F401  the imports the runners make
 
                 value = {
                     "executorch": version("executorch"),
