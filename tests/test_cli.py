@@ -193,6 +193,7 @@ def test_exports_are_byte_identical(tiny_checkpoint, shared_export, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mobile_export", "export", str(ckpt), "--out", str(out),
                            "--quiet", "--no-memory"], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == ""  # --quiet: not a line from the libraries either (the ONNX exporter's registry warned)
     shared = shared_export(ckpt, ExportOptions(measure_memory=False)).out
     manifests = [{f["path"]: f["sha256"] for f in json.loads((o / "manifest.json").read_text())["files"]
                   if not f["path"].startswith("report.")} for o in (out, shared)]  # reports hold timings and RSS

@@ -30,8 +30,10 @@ def quiet_libraries() -> None:
     for name in _LIBRARIES:
         logging.getLogger(name).setLevel(logging.ERROR)
     # torch resets the level of "torch" when it is first imported, after this ran; a child logger set
-    # here keeps its own (torchao's import warns through this one)
-    logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+    # here keeps its own (torchao's import warns through the first, the ONNX exporter's registry through
+    # the second: "torchvision is not installed", four lines per export)
+    for name in ("torch.utils._pytree", "torch.onnx._internal.exporter._registration"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as tf_logging
 

@@ -2,16 +2,20 @@
 
 The host sends length-prefixed pickles (``load``, ``run``, ``versions``) to ``worker`` running under
 qemu-aarch64 with ``QEMU_CPU`` set to the model; replies come back in order. Requests can be sent ahead
-(``EmulatedRunner.submit``) so the CPU models compute side by side while the host runs its own.
+(``EmulatedRunner.submit``), a whole window of texts at once, so each CPU model computes without waiting for
+the slower ones or for the host: a thread writes the requests and another reads the replies, so neither
+side ever blocks on a full pipe.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import queue
 import struct
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -80,18 +84,53 @@ class Emulator:
             env=env_vars,
         )
         self.pending = 0
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()  # None: no more requests
+        self._replies: queue.SimpleQueue = queue.SimpleQueue()  # None: the process ended
+        self._threads = [
+            threading.Thread(target=self._write_requests, daemon=True, name=f"arm64-{cpu}-requests"),
+            threading.Thread(target=self._read_replies, daemon=True, name=f"arm64-{cpu}-replies"),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _write_requests(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None  # opened with PIPE
+        try:
+            while (message := self._requests.get()) is not None:
+                write_message(stdin, message)
+        except (BrokenPipeError, OSError):
+            pass  # the process ended: the reader sees its end and ``receive`` says why
+        finally:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+
+    def _read_replies(self) -> None:
+        try:
+            while (reply := read_message(self.process.stdout)) is not None:
+                self._replies.put(reply)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+            pass
+        self._replies.put(None)
 
     def send(self, op: str, arg=None) -> None:
-        try:
-            write_message(self.process.stdin, (op, arg))
-        except (BrokenPipeError, OSError):
-            raise self._died() from None
+        """Queue a request (never blocks; the writer thread sends it)."""
+        if self.process.poll() is not None:
+            raise self._died()
+        self._requests.put((op, arg))
         self.pending += 1
 
     def receive(self):
         """The reply to the oldest request not yet answered."""
-        reply = read_message(self.process.stdout)
+        reply = self._replies.get()
         if reply is None:
+            self._replies.put(None)  # every later call sees the end too
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
             raise self._died()
         self.pending -= 1
         status, value = reply
@@ -118,14 +157,21 @@ class Emulator:
         )
 
     def close(self) -> None:
+        """End the process: at once when requests are still unanswered (an error stopped the check), else
+        by closing its input."""
         if self.process.poll() is None:
+            if self.pending:
+                self.process.kill()
+            self._requests.put(None)
             try:
-                if self.process.stdin is not None:
-                    self.process.stdin.close()
                 self.process.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        else:
+            self._requests.put(None)
+        for thread in self._threads:
+            thread.join(timeout=30)
         self._log.close()
         self._project.cleanup()
 
