@@ -23,23 +23,22 @@ _RUNTIME = ("executorch.runtime", "executorch.kernels.quantized")  # + embedding
 
 def _import_without_compiler() -> None:
     """Import ``_RUNTIME`` with exir's package ``__init__`` skipped (when nothing imported exir yet)."""
-    if _COMPILER in sys.modules:
-        for name in _RUNTIME:
-            importlib.import_module(name)
-        return
-    spec = importlib.util.find_spec("executorch")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("executorch is not installed; reinstall mobile-export")
-    bare = types.ModuleType(_COMPILER)
-    bare.__path__ = [str(Path(next(iter(spec.submodule_search_locations))) / "exir")]
-    sys.modules[_COMPILER] = bare
+    bare = _COMPILER not in sys.modules
+    if bare:
+        spec = importlib.util.find_spec("executorch")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("executorch is not installed; reinstall mobile-export")
+        package = types.ModuleType(_COMPILER)
+        package.__path__ = [str(Path(next(iter(spec.submodule_search_locations))) / "exir")]
+        sys.modules[_COMPILER] = package
     try:
         for name in _RUNTIME:
             importlib.import_module(name)
     finally:
-        for name in [n for n in sys.modules if n == _COMPILER or n.startswith(_COMPILER + ".")]:
-            del sys.modules[name]
-        vars(sys.modules["executorch"]).pop("exir", None)
+        if bare:  # forgotten with what was imported under it: a later import of exir runs its __init__
+            for name in [n for n in sys.modules if n == _COMPILER or n.startswith(_COMPILER + ".")]:
+                del sys.modules[name]
+            vars(sys.modules["executorch"]).pop("exir", None)
 
 
 _import_without_compiler()

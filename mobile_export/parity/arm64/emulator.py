@@ -127,10 +127,7 @@ class Emulator:
         reply = self._replies.get()
         if reply is None:
             self._replies.put(None)  # every later call sees the end too
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+            self._wait()
             raise self._died()
         self.pending -= 1
         status, value = reply
@@ -146,6 +143,14 @@ class Emulator:
         """The runtime versions the emulated process imports."""
         return self.call("versions")
 
+    def _wait(self) -> None:
+        """Until the process has ended; killed if it has not 30 s after its input or output closed."""
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
     def _died(self) -> MobileExportError:
         self.process.poll()
         self._log.flush()
@@ -159,17 +164,10 @@ class Emulator:
     def close(self) -> None:
         """End the process: at once when requests are still unanswered (an error stopped the check), else
         by closing its input."""
-        if self.process.poll() is None:
-            if self.pending:
-                self.process.kill()
-            self._requests.put(None)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        else:
-            self._requests.put(None)
+        if self.pending and self.process.poll() is None:
+            self.process.kill()
+        self._requests.put(None)  # the writer closes the process's input
+        self._wait()
         for thread in self._threads:
             thread.join(timeout=30)
         self._log.close()
