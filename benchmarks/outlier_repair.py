@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from outlier_models import plant_exact, plant_residual, planted_checkpoint  # noqa: E402
 
 from mobile_export import ExportOptions, export  # noqa: E402
-from mobile_export.core.config import Repair  # noqa: E402
+from mobile_export.core.choices import Repair  # noqa: E402
 from mobile_export.core.errors import ParityError  # noqa: E402
 from mobile_export.core.progress import Progress  # noqa: E402
 
@@ -89,7 +89,7 @@ def main() -> None:
 
 def _bench(ckpt: Path, args) -> None:
     """Plain (exported again with no gate where it was refused) and repaired artifacts at 128 tokens."""
-    from mobile_export.core.config import Thresholds
+    from mobile_export.core.thresholds import Thresholds
     from mobile_export.measure.bench import bench
 
     plain = args.work / f"out-{args.plant}-off"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each name on first use
     from .assets.tokenizer import write_tokenizer
-    from .core.config import Backend, ExportOptions, ParityOptions, Quant, Thresholds
+    from .core.choices import Backend, Quant
     from .core.errors import (
         BadInputError,
         BudgetError,
@@ -31,7 +31,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
         ParityError,
         UnsupportedError,
     )
+    from .core.thresholds import Thresholds
     from .exporter.check import parity_check
+    from .exporter.options import ExportOptions, ParityOptions
     from .exporter.pipeline import ExportResult, export
     from .model.loading import LoadedModel, load_checkpoint
     from .parity.artifact import ArtifactResult
@@ -58,11 +60,11 @@ _HOMES = {
     "Embedding": "run.results",
     "LoadedModel": "model.loading",
     "load_checkpoint": "model.loading",
-    "Backend": "core.config",
-    "ExportOptions": "core.config",
-    "ParityOptions": "core.config",
-    "Quant": "core.config",
-    "Thresholds": "core.config",
+    "Backend": "core.choices",
+    "ExportOptions": "exporter.options",
+    "ParityOptions": "exporter.options",
+    "Quant": "core.choices",
+    "Thresholds": "core.thresholds",
     "BadInputError": "core.errors",
     "BudgetError": "core.errors",
     "CheckpointError": "core.errors",

@@ -18,9 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from .onnx_dynamic import OnnxQuantStats, count_ops, drop_unread_initializers, graphs, prepare_file, unique_namer
+from .schemes import INT4_KERNELS
 
 WORD_EMBEDDINGS = "word_embeddings"
-INT4_KERNELS = ("nbits", "int8")  # how ONNX Runtime computes with the 4-bit weights (--int4-kernel)
 MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INT4_KERNELS = ("nbits", "int8")  # how ONNX Runtime computes with the 4-bit weights (--int4-kernel)
 XNNPACK_GROUP_MULTIPLE = 32  # XNNPACK's blockwise 4-bit operators take groups of a multiple of 32 inputs
 
 

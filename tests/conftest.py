@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -142,33 +143,32 @@ _LOWER_FRESH = [False]  # set while a test that patches anything runs: its expor
 
 @pytest.fixture(scope="session", autouse=True)
 def _artifact_cache(tmp_path_factory):
-    """Each artifact lowered once per test run: ``export_one`` (torch.export / ONNX export, quantization,
+    """Each artifact lowered once per test run: ``lowering.lower`` (torch.export / ONNX export, quantization,
     lowering) for the same backend, module (weights, structure, head) and precision options gives the same
     bytes (exports are deterministic, tested in subprocesses by test_cli), so every later export of it in
     any worker copies the first one's files. A test that uses ``monkeypatch`` exports fresh."""
     from mobile_export import backends
-    from mobile_export.exporter import pipeline
+    from mobile_export.exporter import lowering
 
-    real = pipeline.export_one
+    real = lowering.lower
 
-    def export_one(backend, wrapper, options, loaded, max_len, staging, progress, keep=()):
+    def lower(run, backend, wrapper, keep=()):
         if _LOWER_FRESH[0]:
-            return real(backend, wrapper, options, loaded, max_len, staging, progress, keep)
-        key = (backend.value, _module_digest(wrapper), options.quant.value, options.pte_entry,
-               options.int4_group_size, options.int4_kernel, max_len, tuple(keep))
+            return real(run, backend, wrapper, keep)
+        key = (backend.value, _module_digest(wrapper), repr(run.plan(backend, keep)))
 
         def build(dest: Path):
-            _, path, stats, seconds = real(backend, wrapper, options, loaded, max_len, dest, progress, keep)
-            return [str(p) for p in backends.artifact_files(path)], path.name, stats, seconds
+            staged = real(dataclasses.replace(run, staging=dest), backend, wrapper, keep)
+            return [str(p) for p in backends.artifact_files(staged.path)], staged.path.name, staged.stats, staged.seconds
 
         files, name, stats, seconds = _built_once(tmp_path_factory, f"artifact-{backend.value}", key, build)
         for f in files:
-            shutil.copyfile(f, staging / Path(f).name)
-        return backend, staging / name, stats, seconds
+            shutil.copyfile(f, run.staging / Path(f).name)
+        return lowering.Lowered(backend, run.staging / name, stats, seconds)
 
-    pipeline.export_one = export_one
+    lowering.lower = lower
     yield
-    pipeline.export_one = real
+    lowering.lower = real
 
 
 @pytest.fixture(autouse=True)

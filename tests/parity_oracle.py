@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mobile_export.core.config import MIN_BUCKET_EXAMPLES, Thresholds
+from mobile_export.core.thresholds import MIN_BUCKET_EXAMPLES, Thresholds
 from mobile_export.core.tasks import OutputKind, TaskSpec
 from mobile_export.parity.metrics import (
     BUCKETS,

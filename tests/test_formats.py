@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
 
 from mobile_export import backends
 from mobile_export.backends.base import CONTRACT, Format
-from mobile_export.core.config import Backend
+from mobile_export.core.choices import Backend
 
 
 @pytest.mark.parametrize("backend", list(backends.BACKENDS), ids=lambda b: b.value)
@@ -19,6 +20,11 @@ def test_format_package_implements_the_contract(backend: Backend):
     for name in CONTRACT:
         if name == "Runner":
             assert "run" in vars(module.Runner) or hasattr(module.Runner, "run")
+            continue
+        if name == "Options":  # the format's own export options: frozen, each with a default
+            assert dataclasses.is_dataclass(module.Options) and module.Options.__dataclass_params__.frozen
+            assert all(f.default is not dataclasses.MISSING for f in dataclasses.fields(module.Options))
+            module.Options()
             continue
         want = [p for p in inspect.signature(getattr(Format, name)).parameters if p != "self"]
         got = list(inspect.signature(getattr(module, name)).parameters)

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 from mobile_export import Backend, ExportOptions, Quant, Thresholds, export
 from mobile_export.backends import detect_quant
 from mobile_export.cli.main import main
-from mobile_export.core.config import INT4_MIN_SQNR_DB
+from mobile_export.core.thresholds import INT4_MIN_SQNR_DB
 from quantize.onnx_dynamic import count_ops
 
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"

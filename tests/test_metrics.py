@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from mobile_export.core.config import Quant, Thresholds
+from mobile_export.core.choices import Quant
+from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import compare
 from mobile_export.parity.metrics import cosine, sqnr_db

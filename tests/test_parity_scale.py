@@ -16,7 +16,8 @@ from parity_oracle import oracle
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export import parity_check
 from mobile_export.cli.main import main
-from mobile_export.core.config import ParityOptions, Thresholds
+from mobile_export.exporter.options import ParityOptions
+from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.progress import Progress
 from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import reference_batch, reference_outputs, tokenize

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mobile_export.core.config import Thresholds
+from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import compare
 

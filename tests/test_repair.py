@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mobile_export import Backend, ExportOptions, export
-from mobile_export.core.config import Repair
+from mobile_export.core.choices import Repair
 from mobile_export.core.errors import ExitCode, ParityError
 from mobile_export.core.fsutil import sha256_file
 from mobile_export.reports import summary
@@ -129,17 +129,17 @@ def test_a_broken_artifact_is_still_refused_with_repair_on(planted, tmp_path, mo
 
     import torch
 
-    from mobile_export.exporter import pipeline
+    from mobile_export.exporter import lowering
 
-    original = pipeline.export_one
+    original = lowering.lower
 
-    def wrong_weights(backend, wrapper, *args, **kwargs):
+    def wrong_weights(run, backend, wrapper, *args, **kwargs):
         broken = copy.deepcopy(wrapper)
         with torch.no_grad():
             broken.model.classifier.weight.neg_()
-        return original(backend, broken, *args, **kwargs)
+        return original(run, backend, broken, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "export_one", wrong_weights)
+    monkeypatch.setattr(lowering, "lower", wrong_weights)
     out = tmp_path / "o"
     with pytest.raises(ParityError, match="parity check failed"):
         export(planted, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
@@ -215,7 +215,7 @@ def test_an_fp32_weight_the_file_does_not_declare_is_still_refused(residual, sha
     import onnx
 
     from mobile_export.backends import onnx as onnx_backend
-    from mobile_export.core.config import Quant
+    from mobile_export.core.choices import Quant
     from quantize.onnx_dynamic import FP32_WEIGHTS_KEY
 
     result = shared_export(residual, ExportOptions(measure_memory=False))

@@ -13,7 +13,7 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.cli.main import main
-from mobile_export.core.config import Thresholds
+from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import compare
 from mobile_export.parity.plots import CrossRuntime, PlotSampler

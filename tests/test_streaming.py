@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from parity_oracle import oracle
 
-from mobile_export.core.config import Quant, Thresholds
+from mobile_export.core.choices import Quant
+from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import ParityAccumulator, compare
 from mobile_export.parity.plots import MAX_POINTS, BottomK, CrossRuntime, PlotSampler

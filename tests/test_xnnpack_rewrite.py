@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mobile_export.backends.executorch.rewrites import GELU_NEW_VS_ERF_MAX_DIFF, SigmoidGelu, xnnpack_friendly
-from mobile_export.core.config import Quant
+from mobile_export.core.choices import Quant
 from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import ExportWrapper
 

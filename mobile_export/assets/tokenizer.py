@@ -108,8 +108,8 @@ def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_l
     Returns:
         The names written into ``out``.
     """
-    from ..core.config import resolve_max_len
     from ..core.fsutil import make_staging, prepare_destination, publish, remove_staging
+    from ..core.signature import resolve_max_len
     from ..model.loading import load_tokenizer, read_config_dict, resolve_folder
 
     folder = resolve_folder(source)

@@ -13,13 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ..core.config import Backend, Quant
+from quantize.schemes import XNNPACK_GROUP_MULTIPLE
+
+from ..core.choices import Backend, Quant
 from ..core.errors import ArtifactLoadError, BadInputError, UnsupportedError
 from .base import Format
 
 
 @dataclass(frozen=True)
 class BackendInfo:
+    """One format's facts, known without importing it: its files, its runtime, what it offers and how its
+    runtime computes int8 (the format's own export options are its package's ``Options`` type)."""
+
     backend: Backend
     file_name: str
     module: str
@@ -28,7 +33,14 @@ class BackendInfo:
     quants: frozenset[Quant]
     dynamic_batch: bool
     notes: str
+    # how its runtime quantizes activations at run time: one scale per ``token`` or per ``tensor`` (what the
+    # int8 diagnosis emulates, ``quantize.simulate``)
+    granularity: str
+    # its int8 kernels as the report describes them; None: chosen per CPU by the format (``onnx.precision``),
+    # and the report names the checking host's choice
+    int8_mode: str | None
     data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
+    int4_group_multiple: int = 1  # 4-bit weights: the group sizes it takes are multiples of this
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -47,6 +59,10 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=False,
         notes="batch fixed at 1 (ExecuTorch plans memory for the upper bound of every dynamic dim); "
         "sequence length dynamic from 2 to the max length",
+        granularity="token",  # ExecuTorch 1.5.1 serializes the quantizer's dynamic per-tensor as XNNPACK's per-token
+        # ExecuTorch has no int8 precision switch: XNNPACK picks its kernels from the CPU's features
+        int8_mode="XNNPACK dynamic int8 (qd8 x qc8w), kernels chosen by XNNPACK from the CPU's features",
+        int4_group_multiple=XNNPACK_GROUP_MULTIPLE,
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX,
@@ -58,6 +74,8 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=True,
         notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
         "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
+        granularity="tensor",
+        int8_mode=None,
         data_files=("model.onnx.data",),
     ),
     Backend.ORT: BackendInfo(
@@ -71,11 +89,14 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
         "no x86-only layouts); opt-in with --backend ort",
+        granularity="tensor",
+        int8_mode=None,
     ),
 }
 
 
 def get_info(backend: Backend) -> BackendInfo:
+    """The registry entry of ``backend``."""
     return BACKENDS[backend]
 
 

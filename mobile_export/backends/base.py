@@ -10,16 +10,41 @@ format's package.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 
-from ..core.config import Quant
+from ..core.choices import Quant
+from ..core.signature import ENCODER, Signature
 
 if TYPE_CHECKING:  # a process that only runs artifacts (measurements, the phone) never imports torch
     import torch
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a format lowers a model to: the precision and its settings, the inputs the artifact takes, and the
+    format's own options (its package's ``Options``, built from the export options of the same names)."""
+
+    quant: Quant
+    max_len: int  # the longest input the artifact takes
+    vocab_size: int  # the example inputs' token ids are below it
+    dynamic_batch: bool  # the format takes any batch (its registry entry)
+    options: Any  # the format's own options (``Format.Options``)
+    group_size: int | None = None  # int4: input values per weight scale
+    keep: tuple[str, ...] = ()  # int8 Linears left fp32 (a repair's mixed precision), by name in the model
+    signature: Signature = ENCODER
+
+    def dynamic_shapes(self) -> dict[str, dict[int, Any]]:
+        """torch.export's dynamic shapes of the artifact's inputs."""
+        return self.signature.dynamic_shapes(self.max_len, self.dynamic_batch)
+
+    def example(self) -> tuple[torch.Tensor, ...]:
+        """The example inputs a lowering traces with (``Signature.example_shape``)."""
+        from ..model.reference import example_inputs
+
+        return example_inputs(*self.signature.example_shape(self.max_len, self.dynamic_batch), self.vocab_size)
 
 
 class ExportStats(TypedDict, total=False):
@@ -136,27 +161,15 @@ class Format(Protocol):
     """What each format package provides (module-level functions and the ``Runner`` class)."""
 
     Runner: type
+    Options: type  # the format's own export options (a frozen dataclass; defaults for every field)
 
     def runtime_version(self) -> str:
         """The installed runtime's version."""
         ...
 
-    def export(
-        self,
-        wrapper: torch.nn.Module,
-        example: tuple[torch.Tensor, ...],
-        dynamic_shapes: dict[str, Any],
-        quant: Quant,
-        dest: Path,
-        progress: Any,
-        group_size: int | None = None,
-        int4_kernel: str | None = None,
-        entry: str = "loop",
-        keep: Sequence[str] = (),
-    ) -> ExportStats:
-        """Write ``wrapper`` to ``dest``; returns the lowering's facts (JSON-ready, into report.json).
-        ``entry`` (``--pte-entry``) shapes a program of methods; a one-graph format ignores it.
-        ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32 (a repair's mixed precision)."""
+    def export(self, wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> ExportStats:
+        """Write ``wrapper`` to ``dest`` as ``plan`` says; returns the lowering's facts (JSON-ready, into
+        report.json)."""
         ...
 
     def files(self, path: Path) -> list[Path]:
@@ -199,6 +212,7 @@ class Format(Protocol):
 
 CONTRACT = (
     "Runner",
+    "Options",
     "runtime_version",
     "export",
     "files",

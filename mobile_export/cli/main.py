@@ -14,7 +14,7 @@ from .parser import build_parser
 
 
 def _thresholds(args, quant):
-    from ..core.config import Thresholds
+    from ..core.thresholds import Thresholds
 
     return Thresholds.from_overrides(
         quant,
@@ -27,9 +27,10 @@ def _thresholds(args, quant):
 
 
 def _cmd_parity(args) -> int:
-    from ..core.config import ParityOptions, Quant
+    from ..core.choices import Quant
     from ..core.progress import Progress, Silent
     from ..exporter.check import parity_check
+    from ..exporter.options import ParityOptions
     from ..reports import summary
 
     quant = Quant(args.quant) if args.quant else None
@@ -86,8 +87,9 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from ..core.config import Backend, ExportOptions, Quant, Repair
+    from ..core.choices import Backend, Quant, Repair
     from ..core.progress import Progress, Silent
+    from ..exporter.options import ExportOptions
     from ..exporter.pipeline import export
     from ..reports import summary
 
@@ -129,7 +131,7 @@ def _cmd_tokenizer(args) -> int:
 def _cmd_size(args) -> int:
     import json
 
-    from ..core.config import Quant
+    from ..core.choices import Quant
     from ..measure.size import format_entry
     from ..reports.size import size_report
 
@@ -162,7 +164,7 @@ def _cmd_list(args) -> int:
     from quantize.schemes import scheme_name
 
     from .. import backends
-    from ..core.config import DEFAULT_INT4_GROUP_SIZE, Quant
+    from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Quant
     from ..core.tasks import supported_tasks
 
     print("tasks:      " + ", ".join(supported_tasks()))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.config import DEFAULT_ARM64_CPUS, DEFAULT_TOP_K
+from ..core.choices import DEFAULT_TOP_K
 from ..core.errors import ExitCode
+from ..parity.arm64.cpus import DEFAULT_ARM64_CPUS
 
 EXIT_CODES_HELP = """exit codes:
   0  ok
@@ -22,11 +23,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..core.config import (
+    from quantize.schemes import INT4_KERNELS
+
+    from ..backends.executorch.options import PTE_ENTRIES
+    from ..core.choices import (
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
-        INT4_KERNELS,
-        PTE_ENTRIES,
         WIDE_HIDDEN_SIZE,
         WIDE_INT4_GROUP_SIZE,
         Backend,
@@ -248,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def head_args(p, head: str, pooling: str, normalize: str) -> None:
     """--head, --pooling and --normalize (heads.parse_head), with each command's help."""
-    from ..core.config import POOLINGS
+    from ..core.choices import POOLINGS
 
     p.add_argument("--head", help=head)
     p.add_argument("--pooling", choices=POOLINGS, help=pooling)

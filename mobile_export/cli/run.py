@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from ..core.config import DEFAULT_TOP_K, Backend
+from ..core.choices import DEFAULT_TOP_K, Backend
 from ..core.errors import BadInputError
 from ..run.folder import open_export
 from ..run.predictor import Predictor

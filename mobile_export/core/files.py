@@ -8,7 +8,7 @@ from __future__ import annotations
 
 MANIFEST = "manifest.json"  # what an app needs: files with checksums, calling conventions, golden examples
 LABELS = "labels.json"  # labels by class index and the function from logits to scores
-REPORT_JSON = "report.json"  # the stable, versioned report (reports.assembly.REPORT_SCHEMA)
+REPORT_JSON = "report.json"  # the stable, versioned report (reports.records.REPORT_SCHEMA)
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 FAILED_REPORT = "report.failed.json"  # written beside (not into) the destination when an export is refused

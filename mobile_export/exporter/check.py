@@ -1,5 +1,5 @@
-"""The runtime check of artifacts: each runs in its real runtime next to the fp32 reference and is
-judged (``parity``)."""
+"""The runtime check of artifacts: each runs in its real runtime next to the fp32 reference and is judged; the
+artifacts an export just lowered (``check_lowered``) and a user's (``parity_check``, the ``parity`` command)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,41 @@ from pathlib import Path
 
 from .. import backends
 from ..assets.labels import labels
+from ..assets.manifest import recorded_head
 from ..backends.base import ArtifactStats
-from ..core.config import ARM64_CPUS, ParityOptions, Thresholds, resolve_max_len
-from ..core.errors import BadInputError, MobileExportError, ParityError
+from ..core.choices import Quant
+from ..core.errors import ArtifactLoadError, BadInputError, ExportFailedError, MobileExportError, ParityError
 from ..core.figures import latency_summary
 from ..core.files import REPORT_JSON, REPORT_MD
 from ..core.fsutil import sha256_file, write_json
 from ..core.progress import Progress, Silent
+from ..core.signature import resolve_max_len
+from ..core.thresholds import Thresholds
 from ..model.heads import HeadSpec, parse_head, with_head
 from ..model.loading import LoadedModel, load_checkpoint
-from ..parity.artifact import ArtifactResult
-from ..parity.checker import ArtifactCheck, Checker, ParitySource, Tally, run_local
+from ..parity.arm64.cpus import ARM64_CPUS
+from ..parity.artifact import ArtifactResult, IsaRun, VsHost
+from ..parity.checker import ArtifactCheck, Checked, Checker, ParitySource, Tally, run_local
 from ..parity.data import read_parity_file
 from ..reports import write_reports
 from ..reports.assembly import build_report
-from ..run.folder import recorded_head
+from .context import ExportRun
+from .lowering import Lowered
+from .options import ParityOptions
+
+
+def check_lowered(run: ExportRun, lowered: list[Lowered]) -> Checked:
+    """Each artifact an export just lowered, in its real runtime against the fp32 reference, with its lowering's
+    facts attached."""
+    checks = [ArtifactCheck(x.path.name, x.backend, x.path, run.options.quant, run.thresholds) for x in lowered]
+    try:
+        checked = check_artifacts(run.loaded, run.parity_source(), checks, run.max_len, run.progress)
+    except ArtifactLoadError as exc:  # we just wrote them: our failure, not the user's
+        raise ExportFailedError(f"{exc}; rerun with --debug and report it") from exc
+    for r, x in zip(checked.results, lowered):
+        r.stats = ArtifactStats(**x.stats, **r.stats)
+        r.export_seconds = round(x.seconds, 2)
+    return checked
 
 
 def check_artifacts(
@@ -36,7 +56,7 @@ def check_artifacts(
     checkpoint: str | os.PathLike | None = None,
     ray_workers: int | None = None,
     arm64=None,
-) -> tuple[list[ArtifactResult], Tally, dict]:
+) -> Checked:
     """Run every artifact in its real runtime on every parity text, next to the fp32 reference, and
     judge each by its limits (in a Ray cluster at ``ray``, if given)."""
     names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks if c.cpu is None)
@@ -97,7 +117,7 @@ def check_artifacts(
         if tally.reference_seconds
         else None,
     }
-    return results, tally, parity_data
+    return Checked(results, tally, parity_data)
 
 
 def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
@@ -133,9 +153,46 @@ def parity_check(
             raise BadInputError(f"--ray-workers {options.ray_workers}: pass 1 or more")
     arm64 = arm64_env(options)
     given = [Path(a) for a in artifacts]
-    paths = [backends.open_artifact(p)[1] for p in given]  # every artifact checked before any runtime sees it
+    paths, quants = _readable(given, options)
+    folder = Path(out) if out is not None else None
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise BadInputError(f"--out {folder} is a file; pass a folder")
+    with progress.step("loading checkpoint"):
+        loaded = load_checkpoint(source, options.task)
+        loaded = with_head(loaded, _head_of(options, loaded.task.name, paths))
+    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+    max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    checks = _checks(given, paths, quants, options, loaded.task.kind.value, arm64 is not None)
+    parity_source = ParitySource.build(loaded.tokenizer, data, max_len)
+    checked = check_artifacts(
+        loaded, parity_source, checks, max_len, progress, options.ray, source, options.ray_workers, arm64
+    )
+    quant = options.quant.value if options.quant else "auto"
+    report = build_report(
+        "mobile-export parity",
+        loaded,
+        checked,
+        {"quant": quant, "task": loaded.task.name, "max_seq_len": max_len},
+        paths=[str(p) for p in given],
+    ).to_json()
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / REPORT_JSON, report)
+        write_reports(report, folder)
+    if not report["passed"]:
+        refused = [r for r in checked.results if not r.parity.passed]
+        failed = "; ".join(f"{r.file}: {', '.join(r.parity.failures)}" for r in refused)
+        where = f"; details in {folder / REPORT_MD}" if folder is not None else ""
+        raise ParityError(f"parity check failed ({failed}){where}")
+    return report
+
+
+def _readable(given: list[Path], options: ParityOptions) -> tuple[list[Path], list[Quant]]:
+    """Each artifact checked before any runtime sees it, and its precision read, before the (slow) reference
+    run: (resolved paths, precisions)."""
+    paths = [backends.open_artifact(p)[1] for p in given]
     quants = []
-    for p in paths:  # every artifact readable before the (slow) reference run
+    for p in paths:
         try:
             quants.append(options.quant or backends.detect_quant(p))
         except MobileExportError:
@@ -145,15 +202,14 @@ def parity_check(
                 f"{p.name} is not a readable {p.suffix} file ({type(exc).__name__}); "
                 "pass an artifact written by mobile-export export"
             ) from exc
-    if out is not None:
-        out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise BadInputError(f"--out {out} is a file; pass a folder")
-    with progress.step("loading checkpoint"):
-        loaded = load_checkpoint(source, options.task)
-        loaded = with_head(loaded, _head_of(options, loaded.task.name, paths))
-    data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
-    max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    return paths, quants
+
+
+def _checks(
+    given: list[Path], paths: list[Path], quants: list[Quant], options: ParityOptions, kind: str, arm64: bool
+) -> list[ArtifactCheck]:
+    """One check per artifact (named by its file, or its path where two share a name), each judged by the
+    limits given or those of its precision and the task's output ``kind``; with ``arm64``, one more per CPU model."""
     names = [p.name for p in given]
     checks = [
         ArtifactCheck(
@@ -161,45 +217,17 @@ def parity_check(
             backends.for_path(p),
             p.resolve(),
             q,
-            options.thresholds or Thresholds.default_for_task(q, loaded.task.kind.value),
+            options.thresholds or Thresholds.default_for_task(q, kind),
         )
         for g, p, q in zip(given, paths, quants)
     ]
-    if arm64 is not None:
+    if arm64:
         checks += [
             ArtifactCheck(f"{c.name} [arm64 {cpu}]", c.backend, c.path, c.quant, c.thresholds, cpu=cpu, host=c.name)
             for cpu in options.cpus
             for c in list(checks)
         ]
-    results, run, parity_data = check_artifacts(
-        loaded,
-        ParitySource.build(loaded.tokenizer, data, max_len),
-        checks,
-        max_len,
-        progress,
-        options.ray,
-        source,
-        options.ray_workers,
-        arm64,
-    )
-    report = build_report(
-        "mobile-export parity",
-        loaded,
-        run,
-        parity_data,
-        results,
-        {"quant": options.quant.value if options.quant else "auto", "task": loaded.task.name, "max_seq_len": max_len},
-        [{"path": str(p)} for p in given],
-    ).to_json()
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / REPORT_JSON, report)
-        write_reports(report, out)
-    if not report["passed"]:
-        failed = "; ".join(f"{r.file}: {', '.join(r.parity.failures)}" for r in results if not r.parity.passed)
-        where = f"; details in {out / REPORT_MD}" if out is not None else ""
-        raise ParityError(f"parity check failed ({failed}){where}")
-    return report
+    return checks
 
 
 def add_isa(
@@ -211,28 +239,20 @@ def add_isa(
     agreement = check.thresholds.min_agreement if check.thresholds.min_agreement is not None else 0.99
     vs_host = tally.vs_host[j].result(Thresholds(min_agreement=agreement), source.texts_at)
     failures = list(own.failures) + [f"agreement with this machine's run: {f}" for f in vs_host.failures]
-    entry = {
-        "isa": "arm64",
-        "cpu": check.cpu,
-        "n_examples": own.n_examples,
-        "max_abs_diff": own.max_abs_diff,
-        "sqnr_db": own.sqnr_db,
-        "min_example_sqnr_db": own.min_example_sqnr_db,
-        "agreement": own.agreement,
-        "decisive_agreement": own.decisive_agreement,
-        "near_ties": own.near_ties,
-        "accuracy": own.accuracy,
-        "vs_host": {
-            "decisive_agreement": vs_host.decisive_agreement,
-            "agreement": vs_host.agreement,
-            "max_abs_diff": vs_host.max_abs_diff,
-            "sqnr_db": vs_host.sqnr_db,
-            "min_agreement": agreement,
-        },
-        "passed": not failures,
-        "failures": failures,
-    }
-    host.isa.append(entry)
+    run = IsaRun(
+        str(check.cpu),
+        own.n_examples,
+        own.max_abs_diff,
+        own.sqnr_db,
+        own.min_example_sqnr_db,
+        own.agreement,
+        own.decisive_agreement,
+        own.near_ties,
+        own.accuracy,
+        VsHost(vs_host.decisive_agreement, vs_host.agreement, vs_host.max_abs_diff, vs_host.sqnr_db, agreement),
+        tuple(failures),
+    )
+    host.isa.append(run)
     if failures:
         host.parity = dataclasses.replace(
             host.parity, failures=host.parity.failures + tuple(f"arm64 {check.cpu}: {f}" for f in failures)

@@ -27,7 +27,7 @@ def _child(
     import torch
 
     from .. import backends
-    from ..core.config import Backend
+    from ..core.choices import Backend
     from ..core.figures import latency_summary
     from .child import import_runtime
     from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
@@ -164,7 +164,7 @@ def bench(
     u8s8 kernel, in that one too (row ``precision``)."""
     from .. import backends
     from ..backends.onnx.precision import Precision, precision_for
-    from ..core.config import Backend
+    from ..core.choices import Backend
 
     targets = []
     for a in artifacts:

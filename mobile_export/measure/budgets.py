@@ -6,10 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.config import parse_size
 from ..core.errors import BadInputError
 
 CHECKED = "2026-11-29"
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """``15MB`` -> 15000000, ``12MiB`` -> 12582912, ``4096`` -> 4096."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise BadInputError(f"cannot read size '{text}'; write e.g. 15MB, 12MiB or 4096")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 @dataclass(frozen=True)
@@ -22,14 +32,26 @@ class Budget:
     source: str = ""
     checked: str = ""
 
+    @property
+    def applies_to(self) -> str:
+        """What the limit is checked against: ``compressed`` (the download) or ``file``."""
+        return "compressed" if self.compressed else "file"
+
     def as_dict(self) -> dict:
         return {
             "name": self.name,
             "bytes": self.bytes,
-            "applies_to": "compressed" if self.compressed else "file",
+            "applies_to": self.applies_to,
             "source": self.source,
             "checked": self.checked,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Budget:
+        """The budget ``as_dict`` wrote."""
+        return cls(
+            d["name"], int(d["bytes"]), d.get("applies_to") == "compressed", d.get("source", ""), d.get("checked", "")
+        )
 
 
 PRESETS = {

@@ -1,5 +1,5 @@
-"""What an artifact's bytes are: breakdown by part of the model and the sharing verdicts (size budgets
-live in budgets.py, resident memory in memory.py).
+"""What an artifact's bytes are: breakdown by part of the model and the sharing verdicts, and an artifact's
+whole size section (``size_entry``: with its RAM, measured by memory.py, and budget verdict, budgets.py).
 
 The breakdown reads the artifact itself: the distinct weight blobs it stores (ExecuTorch's named
 data and constant buffers; ONNX initializers), matched to the model's parameters by size. ALBERT's
@@ -18,8 +18,10 @@ from typing import Any, TypedDict
 
 from quantize.schemes import table_group_size
 
-from ..core.config import DEFAULT_INT4_GROUP_SIZE, Backend
+from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Backend, Quant
 from ..core.figures import mib
+from .budgets import Budget, budget_verdict
+from .memory import measure as measure_memory
 
 GROUPS = (
     "word embeddings",
@@ -258,6 +260,26 @@ def breakdown(
         }
     )
     return out
+
+
+def size_entry(
+    path: Path,
+    summary: dict | None,
+    quant: Quant,
+    int8_embeddings: bool,
+    max_len: int,
+    budget: Budget | None,
+    measure: bool,
+    fp32_linears: Sequence[str] = (),
+) -> SizeEntry:
+    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict (``fp32_linears``: the
+    Linears a repair kept fp32 in it)."""
+    entry = breakdown(path, summary, quant.value, int8_embeddings, fp32_linears)
+    if measure:
+        entry["memory"] = measure_memory(path, min(128, max_len)).to_dict()
+    if budget:
+        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], budget)]
+    return entry
 
 
 def _mb(n: int) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ..core.config import DEFAULT_TOP_K, POOLINGS
+from ..core.choices import DEFAULT_TOP_K, POOLINGS
 from ..core.errors import BadInputError
 from ..core.signature import INTEGER_OUTPUTS, MASK_SLOTS
 from ..core.tasks import OutputKind, TaskSpec

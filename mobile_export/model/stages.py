@@ -113,6 +113,14 @@ class PhoneStageWithInput(PhoneStage):
         return self._run(hidden, extra)
 
 
+def stage_dynamic_shapes(batch: Any, seq: Any, batch_one: bool) -> dict[str, dict[int, Any]]:
+    """The dynamic axes of what passes between the stages, in the layout of ``batch_one``: the hidden state,
+    the additive mask, and a model input a head reads (``batch``, ``seq``: torch.export dimensions)."""
+    if batch_one:
+        return {"hidden": {1: seq}, "mask": {2: seq}, "input": {1: seq}}
+    return {"hidden": {0: batch, 1: seq}, "mask": {0: batch, 3: seq}, "input": {0: batch, 1: seq}}
+
+
 def head_inputs(head: torch.nn.Module) -> list[int]:
     """Indices among (input_ids, attention_mask, token_type_ids) of the inputs ``head`` reads after the hidden state."""
     from ..core.signature import INPUT_NAMES

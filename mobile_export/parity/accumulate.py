@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.config import MIN_BUCKET_EXAMPLES, Thresholds
 from ..core.tasks import OutputKind, TaskSpec
+from ..core.thresholds import MIN_BUCKET_EXAMPLES, Thresholds
 from .metrics import (
     BUCKETS,
     TIE_ERROR_CAP,
     LengthBucket,
     ParityResult,
-    Pooled,
+    PooledMetrics,
     Worst,
     bucket_name,
     bucket_of,
@@ -85,8 +85,8 @@ class _Sums:
         self.decisions += other.decisions
         self.agree += other.agree
 
-    def pooled(self, decisive: int, decisive_agree: int, min_example_sqnr_db: float) -> "Pooled":
-        return Pooled(
+    def pooled(self, decisive: int, decisive_agree: int, min_example_sqnr_db: float) -> "PooledMetrics":
+        return PooledMetrics(
             n_examples=self.examples,
             max_abs_diff=self.max_abs_diff or 0.0,
             mean_abs_diff=self.abs_sum / max(1, self.count),

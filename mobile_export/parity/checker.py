@@ -17,17 +17,23 @@ from pathlib import Path
 import numpy as np
 
 from .. import backends
-from ..core.config import PARITY_BATCH_TEXTS, REFERENCE_BATCH_TEXTS, Backend, Quant, Thresholds
+from ..core.choices import Backend, Quant
 from ..core.errors import ArtifactLoadError, first_line
 from ..core.progress import Progress
 from ..core.tasks import OutputKind, TaskSpec
+from ..core.thresholds import Thresholds
 from ..model.loading import LoadedModel
 from ..model.reference import Example, output_width, reference_batch, tokenize
 from .accumulate import ParityAccumulator
+from .artifact import ArtifactResult
 from .data import ParityData
-from .plots import CrossRuntime, PlotSampler
+from .plots import CrossRuntimeTally, PlotSampler
 from .texts import long_texts, parity_texts
 
+# Parity batches: texts per batch a runtime (or a Ray worker) is handed, and the most texts in one padded
+# fp32 reference batch (within its token and value limits below).
+PARITY_BATCH_TEXTS = 64
+REFERENCE_BATCH_TEXTS = 32
 WINDOW_VALUES = 16_000_000  # fp32 reference output values held at once (64 MB)
 WINDOW_TEXTS = 256
 BATCH_VALUES = 8_000_000  # padded output values of one reference batch (32 MB)
@@ -115,7 +121,7 @@ class Tally:
     parity: list[ParityAccumulator]
     plots: list[PlotSampler]
     seconds: list[array]  # per artifact, each example's run time
-    cross: CrossRuntime  # between the artifacts run on this machine
+    cross: CrossRuntimeTally  # between the artifacts run on this machine
     vs_host: dict[int, ParityAccumulator] = field(default_factory=dict)  # emulated run k against its host run
     lengths: set[int] = field(default_factory=set)
     labelled: int = 0
@@ -129,7 +135,7 @@ class Tally:
             [ParityAccumulator(task) for _ in checks],
             [PlotSampler(seed) for _ in checks],
             [array("d") for _ in checks],
-            CrossRuntime(task, [c.name for c in checks if c.cpu is None]),
+            CrossRuntimeTally(task, [c.name for c in checks if c.cpu is None]),
             vs_host={k: ParityAccumulator(task) for k, c in enumerate(checks) if c.cpu is not None},
         )
 
@@ -152,6 +158,16 @@ class Tally:
         self.labelled += other.labelled
         self.reference_seconds += other.reference_seconds
         self.golden += other.golden[: GOLDEN - len(self.golden)]
+
+
+@dataclass
+class Checked:
+    """Artifacts run in their real runtimes against the fp32 reference: each one's result, what the run added up
+    to (cross-runtime agreement, golden examples) and what the parity texts were."""
+
+    results: list[ArtifactResult]
+    tally: Tally
+    parity_data: dict
 
 
 def _load_runner(check: ArtifactCheck, threads: int | None):

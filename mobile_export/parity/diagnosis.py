@@ -22,7 +22,7 @@ import torch
 from quantize.simulate import quantized
 
 from .. import backends
-from ..core.config import Backend
+from ..core.choices import Backend
 from ..core.tasks import OutputKind
 from ..model.activations import ChannelRanges, channel_ranges
 from ..model.reference import Example, ExportWrapper
@@ -31,8 +31,6 @@ from .metrics import sqnr_from_sums
 
 SAMPLE_TEXTS = 16  # enough texts to find a channel that dominates; a diagnosis must stay cheap beside export
 SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them must stay small
-# How each runtime quantizes activations at run time (quantize.simulate): ONNX Runtime per tensor, XNNPACK per token.
-GRANULARITY = {Backend.ONNX: "tensor", Backend.ORT: "tensor", Backend.EXECUTORCH: "token"}
 LISTED_OUTLIERS = 4  # channels named per weight input in a report
 # Multiply-adds one emulated pass of the per-weight attribution may cost (two passes per weight and runtime):
 # most of the 16 texts on the demo model (14 of its test split), two short ones on albert-base, so that the

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..core.config import PARITY_BATCH_TEXTS
 from ..core.errors import BadInputError, MobileExportError, first_line
 from ..core.progress import Progress
 from ..model.loading import LoadedModel
+from ..parity.checker import PARITY_BATCH_TEXTS
 from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Tally
 
 QUEUED_PER_WORKER = 2  # batches given to a worker ahead, so it never waits for the driver

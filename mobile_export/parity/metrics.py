@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
-from ..core.config import Thresholds
+from ..backends.base import Coverage, coverage_from_dict
 from ..core.tasks import OutputKind
-
-if TYPE_CHECKING:
-    from ..backends.base import Coverage
+from ..core.thresholds import Thresholds
 
 
 @dataclass(frozen=True)
 class Worst:
+    """One of the examples furthest from fp32: its text (cut to 200 characters), tokens and max |diff|."""
+
     text: str
     length: int
     max_abs_diff: float
@@ -42,6 +42,11 @@ class LengthBucket:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LengthBucket:
+        """The bucket ``to_dict`` wrote (keys it does not know are left out)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 @dataclass(frozen=True)
@@ -97,12 +102,30 @@ class ParityResult:
         return line
 
     def to_dict(self) -> dict:
+        """report.json's ``parity`` object; ``gates`` and ``passed`` are derived, for readers of the file."""
         d = asdict(self)
         d["gates"] = self.thresholds.explain()
         d["passed"] = self.passed
         d["failures"] = list(self.failures)
         d["lengths"] = sorted(set(self.lengths))
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], quant: str | None = None) -> ParityResult:
+        """The result ``to_dict`` wrote (``quant``: the artifact's, for a coverage written without it); a key
+        an older report.json lacks takes its default."""
+        limits = {f.name for f in fields(Thresholds)}
+        given = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        given["thresholds"] = Thresholds(**{k: v for k, v in (d.get("thresholds") or {}).items() if k in limits})
+        given["failures"] = tuple(d.get("failures", ()))
+        given["worst"] = tuple(Worst(w["text"], int(w["length"]), w["max_abs_diff"]) for w in d.get("worst", ()))
+        given["lengths"] = tuple(d.get("lengths", ()))
+        given["by_length"] = tuple(LengthBucket.from_dict(b) for b in d.get("by_length", ()))
+        given["coverage"] = coverage_from_dict(d["coverage"], quant) if d.get("coverage") else None
+        if given.get("min_example_sqnr_db") is None:
+            given["min_example_sqnr_db"] = math.inf
+        given.setdefault("n_decisions", 0)
+        return cls(**given)
 
 
 def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
@@ -179,7 +202,7 @@ def bucket_of(length: int) -> int:
 
 
 @dataclass(frozen=True)
-class Pooled:
+class PooledMetrics:
     """Metrics pooled over a set of examples."""
 
     n_examples: int

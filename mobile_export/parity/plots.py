@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,15 @@ class PlotData:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> PlotData | None:
+        """The samples ``to_dict`` wrote; None for an artifact without them (written as ``{}``)."""
+        if not d:
+            return None
+        return cls(
+            list(d.get("reference") or ()), list(d.get("artifact") or ()), [list(e) for e in d.get("per_example") or ()]
+        )
 
 
 class BottomK:
@@ -112,7 +122,33 @@ def _flat(outputs: Sequence[np.ndarray]) -> np.ndarray:
     return np.ravel(outputs[0]) if len(outputs) == 1 else np.concatenate([np.ravel(o) for o in outputs])
 
 
+@dataclass(frozen=True)
 class CrossRuntime:
+    """Two artifacts against each other on the same examples (report.json's ``cross_runtime`` rows)."""
+
+    a: str
+    b: str
+    agreement: float | None  # share of equal top-1 decisions; None where the task makes none
+    decisions: int
+    max_abs_diff: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CrossRuntime:
+        """The row ``to_json`` wrote."""
+        agreement = d.get("agreement")
+        return cls(
+            d["a"],
+            d["b"],
+            None if agreement is None else float(agreement),
+            int(d.get("decisions", 0)),
+            d["max_abs_diff"],
+        )
+
+
+class CrossRuntimeTally:
     """Pairwise agreement and max |diff| between artifacts (e.g. .pte vs .onnx) on the same examples."""
 
     def __init__(self, task: TaskSpec, names: Sequence[str]) -> None:
@@ -137,20 +173,17 @@ class CrossRuntime:
                 self.agree[k] += int(np.sum(da == db))
                 self.total[k] += int(da.size)
 
-    def merge(self, other: "CrossRuntime") -> None:
+    def merge(self, other: "CrossRuntimeTally") -> None:
         for k in range(len(self.pairs)):
             self.agree[k] += other.agree[k]
             self.total[k] += other.total[k]
             self.max_diff[k] = max(self.max_diff[k], other.max_diff[k])
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[CrossRuntime]:
+        """One record per pair of artifacts."""
         return [
-            {
-                "a": a,
-                "b": b,
-                "agreement": self.agree[k] / self.total[k] if self.total[k] else None,
-                "decisions": self.total[k],
-                "max_abs_diff": self.max_diff[k],
-            }
+            CrossRuntime(
+                a, b, self.agree[k] / self.total[k] if self.total[k] else None, self.total[k], self.max_diff[k]
+            )
             for k, (a, b) in enumerate(self.pairs)
         ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.config import MIN_BUCKET_EXAMPLES
+from ..core.thresholds import MIN_BUCKET_EXAMPLES
 
 ENGLISH = [
     "It was the best of times, it was the worst of times.",

@@ -1,68 +1,19 @@
-"""report.json's contents: the report record and its assembly from a run (model summary, artifacts, versions)."""
+"""report.json assembled from a run: the model summary, the options, the parity texts, each artifact, the
+agreement across runtimes, the versions and the checking host, in one ``ReportRecord``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from quantize.schemes import scheme_name
-
-from ..core.config import DEFAULT_INT4_GROUP_SIZE
+from ..measure.budgets import Budget
+from ..measure.size import SizeEntry
 from ..model.summary import model_summary
+from .records import Artifact, ReportRecord
 
 if TYPE_CHECKING:
     from ..model.loading import LoadedModel
-    from ..parity.artifact import ArtifactResult
-    from ..parity.checker import Tally
-
-# The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 8
-
-
-@dataclass
-class ExportReport:
-    """What ``export`` and ``parity`` found, as written to report.json (``to_json``) and rendered below.
-
-    ``artifacts`` holds one JSON object per artifact (file, bytes, sha256, parity metrics, stats, size).
-    """
-
-    tool: str
-    versions: dict
-    host: dict
-    model: dict
-    options: dict
-    parity_data: dict
-    artifacts: list[dict]
-    cross_runtime: list[dict]
-    budget: dict | None = None
-    within_budget: bool | None = None
-    timings_seconds: dict = field(default_factory=dict)
-    diagnosis: dict | None = None  # parity.diagnosis: where int8's error comes from (int8 exports)
-    repair: dict | None = None  # exporter.repair: what --repair tried and kept
-    schema_version: int = REPORT_SCHEMA
-
-    @property
-    def passed(self) -> bool:
-        return all(a["parity"]["passed"] for a in self.artifacts)
-
-    def to_json(self) -> dict:
-        return {
-            "schema_version": self.schema_version,
-            "tool": self.tool,
-            "versions": self.versions,
-            "host": self.host,
-            "model": self.model,
-            "options": self.options,
-            "parity_data": self.parity_data,
-            "budget": self.budget,
-            "artifacts": self.artifacts,
-            "cross_runtime": self.cross_runtime,
-            "passed": self.passed,
-            "timings_seconds": self.timings_seconds,
-            "within_budget": self.within_budget,
-            "diagnosis": self.diagnosis,
-            "repair": self.repair,
-        }
+    from ..parity.checker import Checked
 
 
 def versions() -> dict[str, str | None]:
@@ -91,55 +42,51 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-# ExecuTorch has no int8 precision switch: XNNPACK picks its kernels from the CPU's features.
-EXECUTORCH_MODE = "XNNPACK dynamic int8 (qd8 x qc8w), kernels chosen by XNNPACK from the CPU's features"
-
-
 def checking_host() -> dict:
     """The machine that ran the artifacts: CPU, int8 features, and each runtime's int8 mode there."""
+    from .. import backends
     from ..backends.onnx.precision import precision_for
+    from ..core.choices import Backend
     from ..core.host import this_host
 
     host = this_host()
-    return {
-        **host.describe(),
-        "precision": {"onnxruntime": precision_for(host).describe(host), "executorch": EXECUTORCH_MODE},
-    }
-
-
-def artifact_entry(r: ArtifactResult) -> dict[str, Any]:
-    """One artifact's report.json entry."""
-    return {
-        "backend": r.backend.value,
-        "file": r.file,
-        "quant": r.quant.value,
-        "scheme": scheme_name(r.quant.value, (r.stats.get("int4") or {}).get("group_size") or DEFAULT_INT4_GROUP_SIZE),
-        "bytes": r.bytes,
-        "sha256": r.sha256,
-        "export_seconds": r.export_seconds,
-        "stats": r.stats,
-        "parity": {**r.parity.to_dict(), **({"isa": r.isa} if r.isa else {})},
-        "plot": r.plot.to_dict() if r.plot else {},
-    }
+    onnxruntime = precision_for(host).describe(host)
+    executorch = backends.get_info(Backend.EXECUTORCH).int8_mode
+    return {**host.describe(), "precision": {"onnxruntime": onnxruntime, "executorch": executorch}}
 
 
 def build_report(
     tool: str,
     loaded: LoadedModel,
-    run: Tally,
-    parity_data: dict,
-    results: list[ArtifactResult],
+    checked: Checked,
     options: dict,
-    per_artifact: list[dict],
-) -> ExportReport:
-    """The one report both commands write: model, options, parity data, artifacts, cross-runtime."""
-    return ExportReport(
+    *,
+    sizes: Sequence[SizeEntry] | None = None,
+    paths: Sequence[str] | None = None,
+    budget: Budget | None = None,
+    within_budget: bool | None = None,
+    timings: dict[str, float] | None = None,
+    diagnosis: dict | None = None,
+    repair: dict | None = None,
+) -> ReportRecord:
+    """The one report both commands write: model, options, parity data, each artifact (with its size section,
+    ``export``, or its path as given, ``parity``), cross-runtime agreement, versions and the checking host; the
+    export's budget and verdict, stage timings (rounded to 0.01 s), int8 diagnosis and repair."""
+    n = len(checked.results)
+    return ReportRecord(
         tool=tool,
         versions=versions(),
         host=checking_host(),
         model=model_summary(loaded),
         options=options,
-        parity_data=parity_data,
-        artifacts=[{**artifact_entry(r), **additions} for r, additions in zip(results, per_artifact)],
-        cross_runtime=run.cross.rows(),
+        parity_data=checked.parity_data,
+        artifacts=tuple(
+            Artifact(r, s, p) for r, s, p in zip(checked.results, sizes or [None] * n, paths or [None] * n)
+        ),
+        cross_runtime=tuple(checked.tally.cross.rows()),
+        budget=budget,
+        within_budget=within_budget,
+        timings_seconds={k: round(v, 2) for k, v in (timings or {}).items()},
+        diagnosis=diagnosis,
+        repair=repair,
     )

@@ -29,7 +29,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
     out = []
     for a in report.artifacts:
         pd = a.plot
-        if pd.reference:
+        if pd is not None and pd.reference:
             fig, ax = plt.subplots(figsize=(4.2, 4))
             ax.scatter(pd.reference, pd.artifact, s=4, alpha=0.5)
             lo = min(min(pd.reference), min(pd.artifact))
@@ -46,7 +46,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
             ax.set_ylabel("values")
             ax.set_title(f"{a.file}: error histogram")
             out.append((f"{a.file}: distribution of absolute errors", _figure_png(fig)))
-        if pd.per_example:
+        if pd is not None and pd.per_example:
             fig, ax = plt.subplots(figsize=(4.2, 3.2))
             xs, ys = zip(*pd.per_example)
             ax.scatter(xs, ys, s=6, alpha=0.6)
@@ -54,7 +54,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
             ax.set_ylabel("max |diff| in the example")
             ax.set_title(f"{a.file}: error by length")
             out.append((f"{a.file}: per-example max error by sequence length", _figure_png(fig)))
-    series = depth_series(report.diagnosis, report.repair)
+    series = depth_series(report.diagnosis or {}, report.repair or {})
     if series:
         fig, ax = plt.subplots(figsize=(5.2, 3.4))
         for s in series:
@@ -73,13 +73,13 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
         ax.set_title("int8 error by depth")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         out.append(("int8 error by depth: the hidden state after each run of the shared layer", _figure_png(fig)))
-    sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
+    sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
         fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sized)))
         for i, (_, size) in enumerate(sized):
             left = 0.0
-            groups = size.groups or {}
-            parts = [(g, groups[g]) for g in GROUPS] + [("format overhead", size.overhead_bytes)]
+            groups = size.get("groups") or {}
+            parts = [(g, groups[g]) for g in GROUPS] + [("format overhead", size.get("overhead_bytes", 0))]
             for j, (g, v) in enumerate(parts):
                 ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
                 left += v / 2**20

@@ -1,163 +1,135 @@
-"""report.json read back as typed records: what the rendered reports and the CLI summary show.
-
-report.json stays the stable, versioned file (``assembly.REPORT_SCHEMA``); ``ReportRecord.from_json``
-is the one place that knows its keys, so rendering reads attributes, not strings.
+"""report.json's schema: the typed records it is written from (``ReportRecord.to_json``) and read back as
+(``ReportRecord.from_json``), so that what a run found, the rendered reports and the CLI summary share one
+definition. A record of a part the run computes (an artifact's result, its parity, a cross-runtime row, a
+budget) is that part's own type; the size section is ``measure.size.SizeEntry``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Coverage, coverage_from_dict
 from ..core.fsutil import sha256_file
-from ..measure.memory import MemoryFigures
-from ..parity.metrics import LengthBucket, Worst
+from ..measure.budgets import Budget
+from ..measure.size import SizeEntry
+from ..parity.artifact import ArtifactResult, IsaRun
+from ..parity.metrics import ParityResult
+from ..parity.plots import CrossRuntime, PlotData
 
-
-def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _bucket(d: dict[str, Any]) -> LengthBucket:
-    """One ``parity.by_length`` entry as the metrics' own record."""
-    return LengthBucket(**{f.name: d[f.name] for f in fields(LengthBucket) if f.name in d})
+# The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
+REPORT_SCHEMA = 8
 
 
 @dataclass(frozen=True)
-class VsHost:
-    """An emulated run against this machine's run of the same artifact."""
+class Artifact:
+    """One artifact's entry: its result, and what the command that wrote the report added (``export``: the size
+    section; ``parity``: the path it was given)."""
 
-    max_abs_diff: float
-    agreement: float | None
-    decisive_agreement: float | None
+    result: ArtifactResult
+    size: SizeEntry | None = None
+    path: str | None = None
 
+    # what the rendered reports read of the result
+    @property
+    def file(self) -> str:
+        return self.result.file
 
-@dataclass(frozen=True)
-class IsaRun:
-    """The artifact on one emulated ARM64 CPU model."""
+    @property
+    def quant(self) -> str:
+        return self.result.quant.value
 
-    cpu: str
-    max_abs_diff: float
-    sqnr_db: float
-    min_example_sqnr_db: float | None
-    decisive_agreement: float | None
-    accuracy: float | None
-    vs_host: VsHost
-    passed: bool
-    failures: tuple[str, ...]
+    @property
+    def bytes(self) -> int:
+        return self.result.bytes
+
+    @property
+    def parity(self) -> ParityResult:
+        return self.result.parity
+
+    @property
+    def isa(self) -> list[IsaRun]:
+        return self.result.isa
+
+    @property
+    def plot(self) -> PlotData | None:
+        return self.result.plot
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry in report.json's ``artifacts``."""
+        added: dict[str, Any] = {"size": self.size} if self.size is not None else {}
+        if self.path is not None:
+            added["path"] = self.path
+        return {**self.result.to_json(), **added}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> IsaRun:
-        """The record of one ``parity.isa`` entry."""
-        v = d["vs_host"]
-        return cls(
-            d["cpu"],
-            d["max_abs_diff"],
-            d["sqnr_db"],
-            _opt_float(d.get("min_example_sqnr_db")),
-            _opt_float(d.get("decisive_agreement")),
-            _opt_float(d.get("accuracy")),
-            VsHost(v["max_abs_diff"], _opt_float(v.get("agreement")), _opt_float(v.get("decisive_agreement"))),
-            bool(d["passed"]),
-            tuple(d.get("failures", ())),
-        )
+    def from_json(cls, d: dict[str, Any]) -> Artifact:
+        """The entry ``to_json`` wrote."""
+        return cls(ArtifactResult.from_json(d), d.get("size"), d.get("path"))
 
 
 @dataclass(frozen=True)
-class Parity:
-    """An artifact's parity against the fp32 reference, its gates and where it was run."""
+class ReportRecord:
+    """A whole report.json: what ``export`` or ``parity`` found."""
 
-    max_abs_diff: float
-    mean_abs_diff: float
-    sqnr_db: float
-    min_example_sqnr_db: float | None
-    min_cosine: float
-    agreement: float | None
-    decisive_agreement: float | None
-    near_ties: int | None
-    accuracy: float | None
-    reference_accuracy: float | None
-    passed: bool
-    failures: tuple[str, ...]
-    thresholds: dict[str, float | None]
-    gates: tuple[str, ...]
-    coverage: Coverage | None
-    by_length: tuple[LengthBucket, ...]
-    worst: tuple[Worst, ...]
-    isa: tuple[IsaRun, ...]
-    topk_overlap: float | None = None  # top-k heads: share of fp32's top K ids the artifact returned
+    tool: str
+    model: dict[str, Any]
+    options: dict[str, Any]
+    parity_data: dict[str, Any]
+    artifacts: tuple[Artifact, ...]
+    cross_runtime: tuple[CrossRuntime, ...]
+    versions: dict[str, str | None] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)  # the checking machine (report.json >= 5)
+    budget: Budget | None = None
+    within_budget: bool | None = None
+    timings_seconds: dict[str, float] = field(default_factory=dict)
+    diagnosis: dict[str, Any] | None = None  # where int8's error comes from (>= 6, int8 exports)
+    repair: dict[str, Any] | None = None  # what --repair tried and kept (>= 6, when it ran)
+    schema_version: int = REPORT_SCHEMA
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any], quant: str | None) -> Parity:
-        """The record of an artifact's ``parity`` object (``quant``: the artifact's)."""
-        return cls(
-            d["max_abs_diff"],
-            d["mean_abs_diff"],
-            d["sqnr_db"],
-            _opt_float(d.get("min_example_sqnr_db")),
-            d["min_cosine"],
-            _opt_float(d.get("agreement")),
-            _opt_float(d.get("decisive_agreement")),
-            d.get("near_ties"),
-            _opt_float(d.get("accuracy")),
-            _opt_float(d.get("reference_accuracy")),
-            bool(d["passed"]),
-            tuple(d.get("failures", ())),
-            dict(d.get("thresholds") or {}),
-            tuple(str(g) for g in d.get("gates", ())),
-            coverage_from_dict(d["coverage"], quant) if d.get("coverage") else None,
-            tuple(_bucket(b) for b in d.get("by_length", ())),
-            tuple(Worst(w["text"], int(w["length"]), w["max_abs_diff"]) for w in d.get("worst", ())),
-            tuple(IsaRun.from_json(e) for e in d.get("isa", ())),
-            _opt_float(d.get("topk_overlap")),
-        )
+    @property
+    def passed(self) -> bool:
+        return all(a.parity.passed for a in self.artifacts)
 
-
-@dataclass(frozen=True)
-class Size:
-    """An artifact's bytes by part, its sharing verdicts and (if measured) its RAM."""
-
-    bytes: int
-    deflate_bytes: int
-    groups: dict[str, int] | None
-    overhead_bytes: int
-    sharing_preserved: bool | None
-    memory_sharing_preserved: bool | None
-    memory: MemoryFigures | None
+    def to_json(self) -> dict[str, Any]:
+        """What report.json holds."""
+        return {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "versions": self.versions,
+            "host": self.host,
+            "model": self.model,
+            "options": self.options,
+            "parity_data": self.parity_data,
+            "budget": self.budget.as_dict() if self.budget is not None else None,
+            "artifacts": [a.to_json() for a in self.artifacts],
+            "cross_runtime": [c.to_json() for c in self.cross_runtime],
+            "passed": self.passed,
+            "timings_seconds": self.timings_seconds,
+            "within_budget": self.within_budget,
+            "diagnosis": self.diagnosis,
+            "repair": self.repair,
+        }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Size:
-        """The record of an artifact's ``size`` object."""
-        memory = d.get("memory")
+    def from_json(cls, report: dict[str, Any]) -> ReportRecord:
+        """The typed record of a report.json object (KeyError/TypeError/ValueError if it is not one)."""
+        b = report.get("budget")
         return cls(
-            int(d.get("bytes", 0)),
-            int(d.get("deflate_bytes", 0)),
-            d.get("groups"),
-            int(d.get("overhead_bytes", 0)),
-            d.get("sharing_preserved"),
-            d.get("memory_sharing_preserved"),
-            MemoryFigures.from_dict(memory) if memory else None,
-        )
-
-
-@dataclass(frozen=True)
-class PlotSample:
-    """The bounded samples the report plots."""
-
-    reference: tuple[float, ...] = ()
-    artifact: tuple[float, ...] = ()
-    per_example: tuple[tuple[int, float], ...] = ()
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> PlotSample:
-        """The record of an artifact's ``plot`` object (empty when absent)."""
-        d = d or {}
-        return cls(
-            tuple(d.get("reference") or ()),
-            tuple(d.get("artifact") or ()),
-            tuple((int(x), float(y)) for x, y in d.get("per_example") or ()),
+            tool=report.get("tool", ""),
+            model=dict(report.get("model") or {}),
+            options=dict(report.get("options") or {}),
+            parity_data=dict(report.get("parity_data") or {}),
+            artifacts=tuple(Artifact.from_json(a) for a in report["artifacts"]),
+            cross_runtime=tuple(CrossRuntime.from_json(c) for c in report.get("cross_runtime") or ()),
+            versions=dict(report.get("versions") or {}),
+            host=dict(report.get("host") or {}),
+            budget=Budget.from_dict(b) if b else None,
+            within_budget=report.get("within_budget"),
+            timings_seconds=dict(report.get("timings_seconds") or {}),
+            diagnosis=report.get("diagnosis"),
+            repair=report.get("repair"),
+            schema_version=int(report.get("schema_version", REPORT_SCHEMA)),
         )
 
 
@@ -171,98 +143,6 @@ def mismatch(folder: Path, file: str, sha256: str | None) -> str | None:
     if actual == sha256:
         return None
     return f"the file's {actual[:12]}..." if actual else "not a regular file"
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """One artifact's entry."""
-
-    file: str
-    quant: str
-    bytes: int
-    sha256: str
-    parity: Parity
-    size: Size | None
-    plot: PlotSample
-    median_ms: float | None  # per text during the parity run
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Artifact:
-        """The record of one ``artifacts`` entry."""
-        quant = d.get("quant", "?")
-        latency = (d.get("stats") or {}).get("parity_latency_ms") or {}
-        return cls(
-            d["file"],
-            quant,
-            int(d["bytes"]),
-            d.get("sha256", ""),
-            Parity.from_json(d["parity"], quant),
-            Size.from_json(d["size"]) if d.get("size") else None,
-            PlotSample.from_json(d.get("plot")),
-            _opt_float(latency.get("median")),
-        )
-
-
-@dataclass(frozen=True)
-class CrossRuntime:
-    """Two artifacts against each other."""
-
-    a: str
-    b: str
-    agreement: float | None
-    decisions: int
-    max_abs_diff: float
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The size budget an export was held to."""
-
-    name: str
-    bytes: int
-    applies_to: str
-
-
-@dataclass(frozen=True)
-class ReportRecord:
-    """A whole report.json."""
-
-    tool: str
-    passed: bool
-    model: dict[str, Any]
-    parity_data: dict[str, Any]
-    artifacts: tuple[Artifact, ...]
-    cross_runtime: tuple[CrossRuntime, ...]
-    budget: Budget | None
-    within_budget: bool | None
-    versions: dict[str, str | None] = field(default_factory=dict)
-    host: dict[str, Any] = field(default_factory=dict)  # the checking machine (report.json >= 5)
-    diagnosis: dict[str, Any] = field(default_factory=dict)  # where int8's error comes from (>= 6, int8 exports)
-    repair: dict[str, Any] = field(default_factory=dict)  # what --repair tried and kept (>= 6, when it ran)
-
-    @classmethod
-    def from_json(cls, report: dict[str, Any]) -> ReportRecord:
-        """The typed record of a report.json object (KeyError/TypeError/ValueError if it is not one)."""
-        b = report.get("budget")
-        return cls(
-            report.get("tool", ""),
-            bool(report.get("passed")),
-            dict(report.get("model") or {}),
-            dict(report.get("parity_data") or {}),
-            tuple(Artifact.from_json(a) for a in report["artifacts"]),
-            tuple(
-                CrossRuntime(
-                    c["a"], c["b"], _opt_float(c.get("agreement")), int(c.get("decisions", 0)), c["max_abs_diff"]
-                )
-                for c in report.get("cross_runtime") or ()
-            ),
-            Budget(b["name"], int(b["bytes"]), b["applies_to"]) if b else None,
-            report.get("within_budget"),
-            dict(report.get("versions") or {}),
-            dict(report.get("host") or {}),
-            dict(report.get("diagnosis") or {}),
-            dict(report.get("repair") or {}),
-        )
 
 
 def kept_fp32(repair: dict | None, file: str) -> list[str]:

@@ -13,7 +13,9 @@ from ..core.errors import BadInputError
 from ..core.figures import mib
 from ..core.files import REPORT_HTML, REPORT_JSON, REPORT_MD
 from ..core.fsutil import write_bytes
-from ..measure.size import GROUPS
+from ..core.thresholds import Thresholds
+from ..measure.memory import MemoryFigures
+from ..measure.size import GROUPS, SizeEntry
 from .charts import plots
 from .records import GRANULARITY_RUNTIME, ReportRecord, depth_series, mismatch
 
@@ -103,6 +105,16 @@ ISA_HEAD = [
 ]
 
 
+def _preserved(verdict: bool | None) -> str:
+    return "preserved" if verdict else "NOT preserved"
+
+
+def memory_of(size: SizeEntry) -> MemoryFigures | None:
+    """The RAM measured in an artifact's size section (None: not measured)."""
+    memory = size.get("memory")
+    return MemoryFigures.from_dict(memory) if memory else None
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
@@ -145,7 +157,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
             "pass" if e.passed else "FAIL: " + "; ".join(e.failures),
         ]
         for a in report.artifacts
-        for e in a.parity.isa
+        for e in a.isa
     ]
     if isa:
         out.append(("On ARM64 (the runtimes' aarch64 builds under qemu, per phone CPU model)", ISA_HEAD, isa))
@@ -162,22 +174,21 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     ]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
-    out += _diagnosis_sections(report.diagnosis, report.repair) + _repair_sections(report.repair)
-    sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.groups]
+    diagnosis, repair = report.diagnosis or {}, report.repair or {}
+    out += _diagnosis_sections(diagnosis, repair) + _repair_sections(repair)
+    sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
-        rows = [[g] + [f"{s.groups[g]:,}" for _, s in sized if s.groups is not None] for g in GROUPS]
-        rows.append(["format overhead"] + [f"{s.overhead_bytes:,}" for _, s in sized])
-        rows.append(["deflate-compressed"] + [f"{s.deflate_bytes:,}" for _, s in sized])
-        rows.append(["sharing on disk"] + ["preserved" if s.sharing_preserved else "NOT preserved" for _, s in sized])
-        if all(s.memory_sharing_preserved is not None for _, s in sized):
-            rows.append(
-                ["sharing in RAM"] + ["preserved" if s.memory_sharing_preserved else "NOT preserved" for _, s in sized]
-            )
-        mem = [s.memory for _, s in sized]
+        rows = [[g] + [f"{(s.get('groups') or {})[g]:,}" for _, s in sized] for g in GROUPS]
+        rows.append(["format overhead"] + [f"{s.get('overhead_bytes', 0):,}" for _, s in sized])
+        rows.append(["deflate-compressed"] + [f"{s.get('deflate_bytes', 0):,}" for _, s in sized])
+        rows.append(["sharing on disk"] + [_preserved(s.get("sharing_preserved")) for _, s in sized])
+        if all(s.get("memory_sharing_preserved") is not None for _, s in sized):
+            rows.append(["sharing in RAM"] + [_preserved(s.get("memory_sharing_preserved")) for _, s in sized])
+        mem = [memory_of(s) for _, s in sized]
         if all(m is not None for m in mem):
             measured = [(m, s) for m, (_, s) in zip(mem, sized) if m is not None]
             rows.append(["model RAM (load + run)"] + [mib(m.model_rss_bytes) for m, _ in measured])
-            rows.append(["RAM / file"] + [f"{m.model_rss_bytes / s.bytes:.2f}x" for m, s in measured])
+            rows.append(["RAM / file"] + [f"{m.model_rss_bytes / s.get('bytes', 0):.2f}x" for m, s in measured])
             rows.append(["process peak RSS"] + [mib(m.peak_rss_bytes, 0) for m, _ in measured])
         out.append(("Size (bytes)", ["part"] + [a.file for a, _ in sized], rows))
     return out
@@ -291,15 +302,15 @@ def _change(c: dict) -> str:
 
 def _summary_lines(report: ReportRecord) -> list[str]:
     m = report.model
-    t = report.artifacts[0].parity.thresholds if report.artifacts else {}
+    t = report.artifacts[0].parity.thresholds if report.artifacts else Thresholds()
     data = report.parity_data
     lines = [
         f"- model: `{m.get('source')}` ({m.get('architecture')}, task {m.get('task')})",
         f"- parity data: {data.get('source')} ({data.get('examples')} examples, {data.get('labelled', 0)} labelled"
         + (f", {data['blank_lines_skipped']} blank lines skipped" if data.get("blank_lines_skipped") else "")
         + ")",
-        f"- thresholds: max abs diff {_num(t.get('max_abs_diff'))}, decisive agreement {_pct(t.get('min_agreement'))}, "
-        f"SQNR {_num(t.get('min_sqnr_db'), '.1f')} dB, per-example SQNR {_num(t.get('min_example_sqnr_db'), '.1f')} dB",
+        f"- thresholds: max abs diff {_num(t.max_abs_diff)}, decisive agreement {_pct(t.min_agreement)}, "
+        f"SQNR {_num(t.min_sqnr_db, '.1f')} dB, per-example SQNR {_num(t.min_example_sqnr_db, '.1f')} dB",
         f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
     ]
     if report.repair:
@@ -309,7 +320,7 @@ def _summary_lines(report: ReportRecord) -> list[str]:
         for a in report.repair.get("attempts", []):
             if a["method"] == "mixed" and a["method"] == report.repair.get("applied"):
                 lines += [f"- kept in fp32 ({', '.join(c['artifacts'])}): {_change(c)}" for c in a["changes"]]
-    outliers = [i for i in report.diagnosis.get("inputs", []) if i.get("outliers")]
+    outliers = [i for i in (report.diagnosis or {}).get("inputs", []) if i.get("outliers")]
     if outliers:
         lines.append(
             "- outlier channels: "
@@ -317,7 +328,7 @@ def _summary_lines(report: ReportRecord) -> list[str]:
                 f"{short_weight(i['weight'])} {', '.join(str(o['channel']) for o in i['outliers'])}" for i in outliers
             )
         )
-    gates = sorted({g for a in report.artifacts for g in a.parity.gates})
+    gates = sorted({g for a in report.artifacts for g in a.parity.thresholds.explain()})
     lines += [f"- gate: {g}" for g in gates]
     h = report.host
     if h:
@@ -457,12 +468,12 @@ def summary(report: dict) -> str:
         p = a.parity
         agree = "n/a" if p.decisive_agreement is None else f"{p.decisive_agreement:.1%}"
         acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} ({_pct(p.reference_accuracy)})"
-        ms = "n/a" if a.median_ms is None else f"{a.median_ms:.2f}"
+        ms = "n/a" if a.result.median_ms is None else f"{a.result.median_ms:.2f}"
         lines.append(
             f"{a.file:<12} {a.quant:<5} {a.bytes:>12,} {p.max_abs_diff:>10.3g} "
             f"{p.sqnr_db:>8.1f} {agree:>7} {acc:>15} {ms:>8}  {'pass' if p.passed else 'FAIL'}"
         )
-        for e in p.isa:
+        for e in a.isa:
             agree = "n/a" if e.decisive_agreement is None else f"{e.decisive_agreement:.1%}"
             acc = "n/a" if e.accuracy is None else f"{e.accuracy:.2%}"
             same = "n/a" if e.vs_host.agreement is None else f"{e.vs_host.agreement:.1%}"
@@ -480,22 +491,22 @@ def summary(report: dict) -> str:
         s = a.size
         if s is None:
             continue
-        shared = s.sharing_preserved
+        shared, memory = s.get("sharing_preserved"), memory_of(s)
         lines.append(
-            f"{a.file}: deflate {s.deflate_bytes:,} B; sharing "
+            f"{a.file}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
             f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
             + (
-                f"; RAM {mib(s.memory.model_rss_bytes)} ({s.memory.model_rss_bytes / a.bytes:.2f}x the file)"
-                if s.memory
+                f"; RAM {mib(memory.model_rss_bytes)} ({memory.model_rss_bytes / a.bytes:.2f}x the file)"
+                if memory
                 else ""
             )
             + (
-                f"; memory sharing {'preserved' if s.memory_sharing_preserved else 'NOT preserved'}"
-                if s.memory_sharing_preserved is not None
+                f"; memory sharing {_preserved(s.get('memory_sharing_preserved'))}"
+                if s.get("memory_sharing_preserved") is not None
                 else ""
             )
         )
-    lines += _repair_summary(record.repair)
+    lines += _repair_summary(record.repair or {})
     h = record.host
     if h:
         modes = "; ".join(f"{k}: {v}" for k, v in (h.get("precision") or {}).items() if k == "onnxruntime")

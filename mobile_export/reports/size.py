@@ -1,40 +1,19 @@
-"""The ``size`` command: each artifact's bytes by part, sharing on disk and in RAM, memory, budget verdicts."""
+"""The ``size`` command: each artifact's size section (``measure.size.size_entry``), the model it was exported from
+read from the export's report.json beside it (or its checkpoint)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from .. import backends
-from ..core.config import Quant
+from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON
-from ..measure.budgets import Budget, budget_verdict, resolve_budget
-from ..measure.memory import measure as measure_memory
-from ..measure.size import SizeEntry, breakdown
+from ..measure.budgets import budget_verdict, resolve_budget
+from ..measure.size import SizeEntry, size_entry
 from ..model.summary import config_summary
 from .records import kept_fp32, mismatch
-
-
-def size_entry(
-    path: Path,
-    summary: dict | None,
-    quant: Quant,
-    int8_embeddings: bool,
-    max_len: int,
-    budget: Budget | None,
-    measure: bool,
-    fp32_linears: Sequence[str] = (),
-) -> SizeEntry:
-    """The artifact's size section: breakdown, sharing verdicts, memory, budget verdict (``fp32_linears``: the
-    Linears a repair kept fp32 in it)."""
-    entry = breakdown(path, summary, quant.value, int8_embeddings, fp32_linears)
-    if measure:
-        entry["memory"] = measure_memory(path, min(128, max_len)).to_dict()
-    if budget:
-        entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], budget)]
-    return entry
 
 
 def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool, list[str]]:

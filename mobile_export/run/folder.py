@@ -10,7 +10,8 @@ from typing import Any
 
 from .. import backends
 from ..assets.labels import read_labels
-from ..core.config import Backend
+from ..assets.manifest import Manifest
+from ..core.choices import Backend
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import LABELS, MANIFEST, TOKENIZER_DIR, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import sha256_file
@@ -32,7 +33,7 @@ class ExportFolder:
     """What ``mobile-export export`` wrote into a folder, read back through its manifest."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     task: TaskSpec
     artifacts: tuple[ArtifactEntry, ...]
     labels: tuple[str, ...]
@@ -52,13 +53,13 @@ class ExportFolder:
 
     def verified(self, relative: str) -> Path:
         """The path of a file the manifest lists, after checking its sha256 (exit 2 when changed or missing)."""
-        listed = {f["path"]: f for f in self.manifest.get("files", [])}
+        listed = self.manifest.file(relative)
         path = self.path / relative
-        if relative not in listed:
+        if listed is None:
             raise BadInputError(f"{MANIFEST} in {self.path} does not list {relative}; export the folder again")
         if not path.is_file():
             raise ArtifactLoadError(f"{path} is missing; the export in {self.path} is incomplete, export it again")
-        if sha256_file(path) != listed[relative]["sha256"]:
+        if sha256_file(path) != listed.sha256:
             raise ArtifactLoadError(
                 f"{path}'s sha256 is not the one {MANIFEST} records (changed or corrupted after export); "
                 "restore the file or export again"
@@ -70,7 +71,7 @@ class ExportFolder:
         info = backends.get_info(artifact.backend)
         main = self.verified(artifact.file)
         for extra in info.data_files:
-            if (self.path / extra).exists() or extra in {f["path"] for f in self.manifest.get("files", [])}:
+            if (self.path / extra).exists() or self.manifest.file(extra) is not None:
                 self.verified(extra)
         backends.open_artifact(main)
         return main
@@ -105,34 +106,18 @@ def _read_json(path: Path, what: str) -> Any:
         raise BadInputError(f"{path} is not readable JSON ({type(exc).__name__}); {what}") from None
 
 
-def recorded_head(folder: Path) -> dict | None:
-    """The head the manifest.json in ``folder`` records; None without a readable manifest that records one."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    head = manifest.get("head") if isinstance(manifest, dict) else None
-    return head if isinstance(head, dict) else None
-
-
 def open_export(folder: str | Path) -> ExportFolder:
     """Open the folder ``mobile-export export --out`` wrote; BadInputError (exit 2) if it is not one."""
     path = Path(folder)
     if not path.is_dir():
         raise BadInputError(f"{path} is not a folder; pass the --out folder of mobile-export export")
-    if not (path / MANIFEST).is_file():
-        raise BadInputError(
-            f"{path} is not an export folder (no {MANIFEST}); pass the --out folder of mobile-export export"
-        )
     again = "export the folder again"
-    manifest = _read_json(path / MANIFEST, again)
-    if not isinstance(manifest, dict) or "task" not in manifest or "artifacts" not in manifest:
-        raise BadInputError(f"{path / MANIFEST} is not a mobile-export manifest (no task or artifacts); {again}")
+    manifest = Manifest.read(path)
     from ..model.heads import HeadSpec, head_task
 
-    task = head_task(get_task(str(manifest["task"])), HeadSpec.from_manifest(manifest.get("head")))
+    task = head_task(get_task(manifest.task), HeadSpec.from_manifest(manifest.head))
     artifacts = []
-    for entry in manifest["artifacts"]:
+    for entry in manifest.artifacts:
         try:
             backend = Backend(entry["backend"])
         except (KeyError, ValueError):

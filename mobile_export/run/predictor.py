@@ -13,7 +13,7 @@ from typing import overload
 import numpy as np
 
 from .. import backends
-from ..core.config import DEFAULT_TOP_K, Backend
+from ..core.choices import DEFAULT_TOP_K, Backend
 from ..core.errors import BadInputError
 from ..core.signature import INPUT_NAMES
 from ..core.tasks import OutputKind

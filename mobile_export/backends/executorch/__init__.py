@@ -19,10 +19,12 @@ from .convention import (
 from .inspection import coverage, int4_group_size, int4_weight_group_sizes, memory_sharing, stored_quant
 from .layout import blobs, files, share_stored_bytes
 from .lowering import export
+from .options import PteOptions as Options
 from .runner import Runner, depth_runner
 from .validation import check
 
 __all__ = [
+    "Options",
     "CALLING_CONVENTION",
     "EMBED_METHOD",
     "GROUP_METHOD",

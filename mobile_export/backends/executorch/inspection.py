@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ...core.config import Quant
+from ...core.choices import Quant
 from ..base import DelegateCoverage
 from .convention import FORWARD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD
 from .serializer import decompile_flatbuffer, read_program

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import torch
 
-from ...core.config import Quant
-from ..base import ExportStats
+from ...core.choices import Quant
+from ..base import ExportStats, Plan
 from .convention import (
     CALLING_CONVENTION_NAME,
     EMBED_METHOD,
@@ -85,83 +85,41 @@ def stages(
     return {name: every[name] for name in entry_methods(entry, list(loop))}, schedule, rewritten, kept
 
 
-def export(
-    wrapper: torch.nn.Module,
-    example: tuple[torch.Tensor, ...],
-    dynamic_shapes: dict,
-    quant: Quant,
-    dest: Path,
-    progress,
-    group_size: int | None = None,
-    int4_kernel: str | None = None,
-    entry: str = "loop",
-    keep: Sequence[str] = (),
-) -> ExportStats:
-    """Export ``wrapper`` to ``dest`` (.pte) as the layer-loop program, lowered to XNNPACK; returns stats.
+def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
+    """Export ``wrapper`` to ``dest`` (.pte) as the program of ``plan.options.pte_entry`` (the layer loop, one
+    ``forward`` method, or both in one program: their weights are equal bytes, which the named-data store keeps
+    once), quantized as ``plan`` says and lowered to XNNPACK; returns stats.
 
-    int4 (``group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
-    (``quantize.xnnpack_int4``), applied before torch.export.
-    ``int4_kernel`` is the .onnx's choice; XNNPACK has one 4-bit kernel.
-    ``entry`` (``--pte-entry``): the layer loop, one ``forward`` method, or both in one program (their
-    weights are equal bytes, which the named-data store keeps once).
-    ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32."""
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.backends.xnnpack.utils.configs import (
-        get_xnnpack_edge_compile_config,
-        get_xnnpack_executorch_backend_config,
-    )
-    from executorch.exir import to_edge_transform_and_lower
-
-    from ...model.stages import head_inputs
-
-    methods, schedule, rewritten, kept = stages(wrapper, quant, entry, keep)
+    int4 (``plan.group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
+    (``quantize.xnnpack_int4``), applied before torch.export. int8: PT2E with the XNNPACK quantizer, the Linears
+    ``plan.keep`` (names in ``wrapper.model``) left fp32."""
+    entry = plan.options.pte_entry
+    methods, schedule, rewritten, kept = stages(wrapper, plan.quant, entry, plan.keep)
     int4 = None
-    if quant is Quant.INT4:
+    if plan.quant is Quant.INT4:
         from quantize.xnnpack_int4 import quantize_int4
 
-        with progress.step(f"executorch: int4 weights (groups of {group_size}, torchao 8da4w)"):
-            if group_size is None:
+        with progress.step(f"executorch: int4 weights (groups of {plan.group_size}, torchao 8da4w)"):
+            if plan.group_size is None:
                 raise ValueError("an int4 export needs its group size")
-            int4 = quantize_int4(torch.nn.ModuleDict(methods), group_size)
-    seq = dynamic_shapes["input_ids"][1]
-    examples: dict[str, tuple] = {EMBED_METHOD: example, FORWARD_METHOD: example}
-    with torch.no_grad():
-        embed: Any = methods[EMBED_METHOD] if EMBED_METHOD in methods else cast(Any, methods[FORWARD_METHOD]).embed
-        hidden, mask = embed(*example)
-    dims = {EMBED_METHOD: dynamic_shapes, FORWARD_METHOD: dynamic_shapes}
-    for name in methods:
-        if name.startswith(GROUP_METHOD.format("")):
-            examples[name] = (hidden, mask)
-            dims[name] = {"hidden": {1: seq}, "mask": {2: seq}}
-    extra = head_inputs(methods[HEAD_METHOD]) if HEAD_METHOD in methods else []
-    examples[HEAD_METHOD] = (hidden, *[example[i] for i in extra])
-    dims[HEAD_METHOD] = {"hidden": {1: seq}, **({"extra": {1: seq}} if extra else {})}
+            int4 = quantize_int4(torch.nn.ModuleDict(methods), plan.group_size)
+    examples, dims = _method_inputs(methods, plan)
     programs = {}
     with progress.step(f"executorch: torch.export of {len(methods)} methods"):
         for name, module in methods.items():
             programs[name] = torch.export.export(module, examples[name], dynamic_shapes=dims[name], strict=False)
-    if quant is Quant.INT8:
+    if plan.quant is Quant.INT8:
         from quantize.pt2e import quantize_graph
 
         with progress.step("executorch: int8 PT2E quantization"):
             for name, ep in programs.items():
                 gm = quantize_graph(ep.module(), [examples[name]], keep=kept)
                 programs[name] = torch.export.export(gm, examples[name], dynamic_shapes=dims[name], strict=False)
-    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
-        edge = to_edge_transform_and_lower(
-            programs,
-            partitioner=[XnnpackPartitioner()],
-            compile_config=get_xnnpack_edge_compile_config(),
-            constant_methods=(
-                {SCHEDULE_METHOD: schedule, **({HEAD_INPUTS_METHOD: extra} if extra else {})}
-                if EMBED_METHOD in methods
-                else None
-            ),
-        )
-        program = edge.to_executorch(get_xnnpack_executorch_backend_config())
-    with progress.step("executorch: writing .pte"):
-        data, shared = share_stored_bytes(program.buffer)
-        dest.write_bytes(data)
+    constants = None
+    if EMBED_METHOD in methods:  # the layer loop's constant methods
+        extra = _head_inputs(methods)
+        constants = {SCHEDULE_METHOD: schedule, **({HEAD_INPUTS_METHOD: extra} if extra else {})}
+    shared = _lower_and_write(programs, constants, dest, progress)
     # delegate calls and the operators outside them are read from the written file (inspection.coverage)
     return {
         "shared_stored_bytes": shared,
@@ -172,3 +130,57 @@ def export(
         "calling_convention": FORWARD_CONVENTION["name"] if entry == "forward" else CALLING_CONVENTION_NAME,
         "entry": entry,
     }
+
+
+def _head_inputs(methods: dict[str, torch.nn.Module]) -> list[int]:
+    """Indices among the model inputs of those the head method reads after the hidden state."""
+    from ...model.stages import head_inputs
+
+    return head_inputs(methods[HEAD_METHOD]) if HEAD_METHOD in methods else []
+
+
+def _method_inputs(methods: dict[str, torch.nn.Module], plan: Plan) -> tuple[dict[str, tuple], dict[str, dict]]:
+    """Each method's example inputs and dynamic shapes: the model inputs for embed and forward, (hidden, mask)
+    as embed computes them for each layer group, hidden and the inputs it reads for the head."""
+    from ...model.stages import stage_dynamic_shapes
+
+    example, dynamic_shapes = plan.example(), plan.dynamic_shapes()
+    seq = dynamic_shapes[plan.signature.inputs[0]][1]
+    with torch.no_grad():
+        embed: Any = methods[EMBED_METHOD] if EMBED_METHOD in methods else cast(Any, methods[FORWARD_METHOD]).embed
+        hidden, mask = embed(*example)
+    examples: dict[str, tuple] = {EMBED_METHOD: example, FORWARD_METHOD: example}
+    dims = {EMBED_METHOD: dynamic_shapes, FORWARD_METHOD: dynamic_shapes}
+    stage_dims = stage_dynamic_shapes(None, seq, batch_one=True)
+    for name in methods:
+        if name.startswith(GROUP_METHOD.format("")):
+            examples[name] = (hidden, mask)
+            dims[name] = {"hidden": stage_dims["hidden"], "mask": stage_dims["mask"]}
+    extra = _head_inputs(methods)
+    examples[HEAD_METHOD] = (hidden, *[example[i] for i in extra])
+    dims[HEAD_METHOD] = {"hidden": stage_dims["hidden"], **({"extra": stage_dims["input"]} if extra else {})}
+    return examples, dims
+
+
+def _lower_and_write(programs: dict, constants: dict | None, dest: Path, progress) -> int:
+    """The exported programs lowered to XNNPACK as one ExecuTorch program with ``constants`` as constant methods,
+    written to ``dest`` with equal stored weights kept once; returns the bytes so shared."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import (
+        get_xnnpack_edge_compile_config,
+        get_xnnpack_executorch_backend_config,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+
+    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
+        edge = to_edge_transform_and_lower(
+            programs,
+            partitioner=[XnnpackPartitioner()],
+            compile_config=get_xnnpack_edge_compile_config(),
+            constant_methods=constants,
+        )
+        program = edge.to_executorch(get_xnnpack_executorch_backend_config())
+    with progress.step("executorch: writing .pte"):
+        data, shared = share_stored_bytes(program.buffer)
+        dest.write_bytes(data)
+    return shared

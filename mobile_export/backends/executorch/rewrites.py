@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...core.config import Quant
+from ...core.choices import Quant
 
 
 class SigmoidGelu(torch.nn.Module):

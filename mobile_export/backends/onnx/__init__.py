@@ -12,10 +12,12 @@ from .convention import usage
 from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, memory_sharing, quant_of, stored_quant
 from .layout import DATA_SUFFIX, blobs, files
 from .lowering import OPSET, export
+from .options import OnnxOptions as Options
 from .runner import Runner, depth_runner
 from .validation import check, check_interface
 
 __all__ = [
+    "Options",
     "DATA_SUFFIX",
     "INT4_OPS",
     "OPSET",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.config import Quant
+from ...core.choices import Quant
 from ..base import MatmulCoverage
 
 INT4_OPS = ("MatMulNBits", "GatherBlockQuantized")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...core.config import DEFAULT_INT4_GROUP_SIZE, Quant
-from ...core.signature import INPUT_NAMES
-from ..base import ExportStats
+from ...core.choices import DEFAULT_INT4_GROUP_SIZE, Quant
+from ..base import ExportStats, Plan
 from .layout import externalize
 
 if TYPE_CHECKING:  # imported where an export runs: the format's runner is used without torch
@@ -69,43 +67,40 @@ def _prefixed(graph, prefix: str, keep: dict[str, str]):
 LOOP_NODE = "encoder/shared_layer_loop"
 
 
-def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
+def _layer_loop_model(wrapper, plan: Plan, layers: int):
     """One ONNX graph: embed -> Loop(layers) over ALBERT's shared layer group -> head. The layer's
     weights are stored once (in the main graph, see ``layout.hoist_loop_weights``) and read by the Loop
     body, so ONNX Runtime builds and prepacks that layer once."""
     import torch
     from onnx import TensorProto, helper
 
-    from ...model.stages import cut, head_inputs
+    from ...model.stages import cut, head_inputs, stage_dynamic_shapes
 
     embed, groups, head = cut(wrapper.model, tuple(wrapper.output_names), batch_one=False)
     layer = groups[0]
-    dims = dynamic_shapes["input_ids"]
-    batch, seq = dims[0], dims[1]
+    example, dynamic_shapes, inputs = plan.example(), plan.dynamic_shapes(), plan.signature.inputs
+    dims = dynamic_shapes[inputs[0]]
+    stage = stage_dynamic_shapes(dims[0], dims[1], batch_one=False)
     with torch.no_grad():
         hidden, mask = embed(*example)
     outputs = list(wrapper.output_names)
-    e = _to_onnx(embed, example, dynamic_shapes, list(INPUT_NAMES), ["hidden", "mask"])
+    e = _to_onnx(embed, example, dynamic_shapes, list(inputs), ["hidden", "mask"])
     m = _to_onnx(
-        layer,
-        (hidden, mask),
-        {"hidden": {0: batch, 1: seq}, "mask": {0: batch, 3: seq}},
-        ["hidden", "mask"],
-        ["hidden_out"],
+        layer, (hidden, mask), {"hidden": stage["hidden"], "mask": stage["mask"]}, ["hidden", "mask"], ["hidden_out"]
     )
     extra = head_inputs(head)  # a phone head may read model inputs: wired to the graph's own inputs
     h = _to_onnx(
         head,
         (hidden, *[example[i] for i in extra]),
-        {"hidden": {0: batch, 1: seq}, **({"extra": {0: batch, 1: seq}} if extra else {})},
-        ["hidden", *[INPUT_NAMES[i] for i in extra]],
+        {"hidden": stage["hidden"], **({"extra": stage["input"]} if extra else {})},
+        ["hidden", *[inputs[i] for i in extra]],
         outputs,
     )
-    ge = _prefixed(e.graph, "embed/", {n: n for n in INPUT_NAMES})
+    ge = _prefixed(e.graph, "embed/", {n: n for n in inputs})
     gl = _prefixed(
         m.graph, "layer/", {"hidden": "layer/hidden_in", "mask": "embed/mask", "hidden_out": "layer/hidden_out"}
     )
-    keep = {n: n for n in [*outputs, *[INPUT_NAMES[i] for i in extra]]}
+    keep = {n: n for n in [*outputs, *[inputs[i] for i in extra]]}
     gh = _prefixed(h.graph, "head/", {"hidden": "encoder/hidden", **keep})
     body = helper.make_graph(
         [*gl.node, helper.make_node("Identity", ["layer/cond_in"], ["layer/cond_out"], name="layer/cond")],
@@ -141,24 +136,14 @@ def _layer_loop_model(wrapper, example, dynamic_shapes, layers: int):
     return model
 
 
-def export(
-    wrapper: torch.nn.Module,
-    example: tuple[torch.Tensor, ...],
-    dynamic_shapes: dict,
-    quant: Quant,
-    dest: Path,
-    progress,
-    group_size: int | None = None,
-    int4_kernel: str = "nbits",
-    entry: str = "loop",
-    keep: Sequence[str] = (),
-) -> ExportStats:
-    """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``); returns stats.
+def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
+    """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``) as ``plan`` says; returns
+    stats.
 
     ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
-    layer; several layer groups are written unrolled. ``entry`` is the .pte's choice: the .onnx is one
-    graph either way. ``keep``: the Linears (names in ``wrapper.model``) an int8 export leaves fp32,
-    recorded in the file's metadata.
+    layer; several layer groups are written unrolled. ``plan.keep``: the Linears (names in ``wrapper.model``)
+    an int8 export leaves fp32, recorded in the file's metadata. int4: ``plan.options.int4_kernel`` decides how
+    ONNX Runtime computes.
     """
     import onnx
 
@@ -172,21 +157,22 @@ def export(
     try:
         with progress.step("onnx: torch.onnx.export (dynamo)" + (", layer loop" if loop else "")):
             if loop:
-                onnx.save(_layer_loop_model(wrapper, example, dynamic_shapes, config.num_hidden_layers), str(fp32_path))
+                onnx.save(_layer_loop_model(wrapper, plan, config.num_hidden_layers), str(fp32_path))
             else:
-                prog = _exported(wrapper, example, dynamic_shapes, list(INPUT_NAMES), list(output_names))
+                inputs = list(plan.signature.inputs)
+                prog = _exported(wrapper, plan.example(), plan.dynamic_shapes(), inputs, list(output_names))
                 prog.save(str(fp32_path), external_data=False)
         int4: dict = {}
-        if quant is Quant.INT8:
+        if plan.quant is Quant.INT8:
             with progress.step("onnx: int8 dynamic quantization (ONNX Runtime)"):
-                kept = [model.get_submodule(n).weight.detach().numpy() for n in keep]
+                kept = [model.get_submodule(n).weight.detach().numpy() for n in plan.keep]
                 q = quantize_file(fp32_path, dest, keep=kept)
-        elif quant is Quant.INT4:
+        elif plan.quant is Quant.INT4:
             from quantize.onnx_nbits import quantize_file_int4
 
-            group = group_size or DEFAULT_INT4_GROUP_SIZE
-            with progress.step(f"onnx: int4 block-wise weights, groups of {group}, {int4_kernel} kernel"):
-                q, int4 = quantize_file_int4(fp32_path, dest, group, int4_kernel)
+            group, kernel = plan.group_size or DEFAULT_INT4_GROUP_SIZE, plan.options.int4_kernel
+            with progress.step(f"onnx: int4 block-wise weights, groups of {group}, {kernel} kernel"):
+                q, int4 = quantize_file_int4(fp32_path, dest, group, kernel)
         else:
             q = prepare_file(fp32_path, dest)
         # weight MatMuls quantized / left fp32 are read from the written file (inspection.coverage)

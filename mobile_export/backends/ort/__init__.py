@@ -9,14 +9,13 @@ result is then checked by parity in ONNX Runtime like any other artifact.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...core.config import Quant
+from ...core.choices import Quant
 from ...core.errors import ArtifactLoadError, first_line
 from .. import onnx as onnx_backend
-from ..base import ExportStats, MatmulCoverage
+from ..base import ExportStats, MatmulCoverage, Plan
 from ..onnx.inspection import declared_fp32
 from ..onnx.precision import exact_source
 
@@ -25,6 +24,7 @@ if TYPE_CHECKING:  # exported from a torch module, run without torch
 
 runtime_version = onnx_backend.runtime_version
 Runner = onnx_backend.Runner  # ONNX Runtime reads .ort files by their extension
+Options = onnx_backend.Options  # converted from an .onnx export: the .onnx's options
 
 
 def files(path: Path) -> list[Path]:
@@ -153,25 +153,13 @@ def stored_quant(path: Path) -> Quant:
     return onnx_backend.quant_of(ops, {t.DataType() for t in initializers(path)})
 
 
-def export(
-    wrapper: torch.nn.Module,
-    example: tuple[torch.Tensor, ...],
-    dynamic_shapes: dict,
-    quant: Quant,
-    dest: Path,
-    progress,
-    group_size: int | None = None,
-    int4_kernel: str = "nbits",
-    entry: str = "loop",
-    keep: Sequence[str] = (),
-) -> ExportStats:
+def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
+    """The .onnx export of ``plan`` (``Options`` is the .onnx's), converted to ORT format in ``dest``."""
     import onnxruntime as ort
 
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
-        stats = onnx_backend.export(
-            wrapper, example, dynamic_shapes, quant, onnx_path, progress, group_size, int4_kernel, keep=keep
-        )
+        stats = onnx_backend.export(wrapper, plan, onnx_path, progress)
         stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
         with progress.step("ort: convert to ORT format (ONNX Runtime)"):
             so = ort.SessionOptions()

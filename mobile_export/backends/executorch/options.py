@@ -1,0 +1,26 @@
+"""What only the .pte's export reads: how the program is called (``--pte-entry``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.errors import BadInputError
+
+PTE_ENTRIES = ("loop", "forward", "both")
+
+
+@dataclass(frozen=True)
+class PteOptions:
+    """The .pte's own export options (its registry entry's ``options``).
+
+    Args:
+        pte_entry: how the .pte is called (``--pte-entry``): ``loop`` (embed, the shared layer once per
+            layer, head: one packed copy of the shared layer in RAM), ``forward`` (the whole model as one
+            method, what ExecuTorch's own tools call) or ``both`` in one program sharing stored weights.
+    """
+
+    pte_entry: str = PTE_ENTRIES[0]
+
+    def __post_init__(self) -> None:
+        if self.pte_entry not in PTE_ENTRIES:
+            raise BadInputError(f"--pte-entry {self.pte_entry} is not one of {', '.join(PTE_ENTRIES)}")

@@ -1,0 +1,102 @@
+"""One export under way (``ExportRun``): what every stage of the pipeline reads, set once when it starts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .. import backends
+from ..assets.labels import labels
+from ..backends.base import Plan
+from ..core.choices import Backend, Quant, int4_group_size_for
+from ..core.fsutil import make_staging, prepare_destination
+from ..core.progress import Progress
+from ..core.signature import resolve_max_len
+from ..core.tasks import get_task
+from ..core.thresholds import Thresholds
+from ..measure.budgets import Budget, resolve_budget
+from ..model.heads import parse_head, with_head
+from ..model.loading import LoadedModel, load_checkpoint
+from ..model.reference import Example, tokenize
+from ..parity.checker import ParitySource
+from ..parity.data import ParityData, read_parity_file
+from ..parity.diagnosis import SAMPLE_LENGTH, SAMPLE_TEXTS
+from .options import ExportOptions
+
+
+@dataclass
+class ExportRun:
+    """One export: the checkpoint with its head, the options, the staging folder inside ``out`` that every file
+    is written to before it is published, where progress goes, and what was computed from them once (the max
+    length, the user's parity data, the budget, the diagnosis sample)."""
+
+    options: ExportOptions
+    out: Path
+    progress: Progress
+    budget: Budget | None
+    loaded: LoadedModel
+    data: ParityData | None
+    max_len: int
+    staging: Path
+
+    @classmethod
+    def start(cls, source: str | os.PathLike, out: Path, options: ExportOptions, progress: Progress) -> ExportRun:
+        """Refuse what cannot work before loading a 50 MB checkpoint (capabilities, task, budget, destination),
+        then load the checkpoint with its head and the parity data, and make the staging folder."""
+        for b in options.backends:
+            backends.check_supported(b, options.quant)
+        if options.task:
+            get_task(options.task)
+        budget = resolve_budget(options.budget) if options.budget else None
+        prepare_destination(out, options.overwrite)
+        with progress.step("loading checkpoint"):
+            loaded = load_checkpoint(source, options.task)
+            loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
+        data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
+        for note in loaded.notes:
+            progress.say(f"note: {note}")
+        max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+        return cls(options, out, progress, budget, loaded, data, max_len, make_staging(out))
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The parity gate of this export's artifacts."""
+        return self.options.thresholds_for(self.loaded.task.kind.value)
+
+    @property
+    def int4_group_size(self) -> int | None:
+        """Input values per 4-bit weight scale (int4 exports only)."""
+        if self.options.quant is not Quant.INT4:
+            return None
+        return int4_group_size_for(int(self.loaded.config.hidden_size), self.options.int4_group_size)
+
+    def parity_source(self) -> ParitySource:
+        """The texts every artifact is checked on: the user's data, or the built-in text."""
+        return ParitySource.build(self.loaded.tokenizer, self.data, self.max_len)
+
+    @cached_property
+    def sample(self) -> list[Example]:
+        """The parity texts the diagnosis and the repairs look at: the first non-empty ones, at most
+        ``SAMPLE_LENGTH`` tokens each (one padded batch of them must stay small beside a 30,000-word head)."""
+        texts = []
+        for text, _ in self.parity_source().items():
+            if text.strip():
+                texts.append(text)
+                if len(texts) == SAMPLE_TEXTS:
+                    break
+        return tokenize(self.loaded.tokenizer, texts, min(self.max_len, SAMPLE_LENGTH))
+
+    def plan(self, backend: Backend, keep: tuple[str, ...] = ()) -> Plan:
+        """What ``backend`` lowers: this export's precision and inputs, and the format's own options; ``keep``:
+        int8 Linears left fp32 (a repair's mixed precision)."""
+        return Plan(
+            quant=self.options.quant,
+            max_len=self.max_len,
+            vocab_size=int(self.loaded.config.vocab_size),
+            dynamic_batch=backends.get_info(backend).dynamic_batch,
+            options=self.options.format_options(backend),
+            group_size=self.int4_group_size,
+            keep=keep,
+        )

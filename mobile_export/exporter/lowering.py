@@ -1,0 +1,66 @@
+"""Lowering: the module an export writes (the model, or a copy with an int8 word table) into one format's
+artifact in the staging folder, as a named record (``Lowered``)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .. import backends
+from ..backends.base import ExportStats
+from ..core import interrupts
+from ..core.choices import Backend, Quant
+from ..core.errors import ExportFailedError, MobileExportError, first_line
+from ..core.fsutil import disk_error
+from ..model.loading import LoadedModel
+from ..model.reference import ExportWrapper
+from .context import ExportRun
+from .options import ExportOptions
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """One artifact written into the staging folder: its format, path, the lowering's facts and its time."""
+
+    backend: Backend
+    path: Path
+    stats: ExportStats
+    seconds: float
+
+
+def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:
+    """The module to export: the model itself, or (int8 with embeddings) a copy with an int8 word table; and the
+    tables replaced."""
+    if options.quant is not Quant.INT8 or not options.quantize_embeddings:
+        return ExportWrapper(loaded.model, loaded.task).eval(), []
+    from quantize.embedding import quantize_embeddings
+
+    model = copy.deepcopy(loaded.model)
+    replaced = quantize_embeddings(model)
+    return ExportWrapper(model, loaded.task).eval(), replaced
+
+
+def lower(run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tuple[str, ...] = ()) -> Lowered:
+    """Write ``wrapper`` as ``backend``'s artifact into the staging folder; ``keep``: int8 Linear modules left
+    fp32 (a repair's mixed precision), by name in the model. A converter's failure is one ExportFailedError."""
+    dest = run.staging / backends.get_info(backend).file_name
+    plan = run.plan(backend, keep)
+    t0 = time.monotonic()
+    try:
+        with torch.no_grad():
+            stats = backends.load(backend).export(wrapper, plan, dest, run.progress)
+    except MobileExportError:
+        raise
+    except Exception as exc:
+        if interrupts.wrapped(exc) or interrupts.requested():
+            raise KeyboardInterrupt from exc
+        disk = disk_error(exc, run.staging.parent)
+        if disk is not None:
+            raise disk from exc
+        what = f"{type(exc).__name__}: {first_line(exc)}"
+        raise ExportFailedError(f"{backend.value} export failed: {what}; rerun with --debug for the traceback") from exc
+    return Lowered(backend, dest, stats, time.monotonic() - t0)
