@@ -16,7 +16,7 @@ from mobile_export.cli.main import main
 from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import compare
-from mobile_export.parity.plots import CrossRuntime, PlotSampler
+from mobile_export.parity.plots import CrossRuntimeTally, PlotSampler
 
 
 def _run(argv, capsys):
@@ -36,11 +36,11 @@ def test_by_length_and_cross_runtime_hand_computed():
     assert short["sqnr_db"] == pytest.approx(10 * np.log10(1.0 / 0.25))
     assert mid["examples"] == 2 and mid["max_abs_diff"] == pytest.approx(3.0) and mid["agreement"] == 0.5
     assert mid["mean_abs_diff"] == pytest.approx(3.0 / 4)
-    cross = CrossRuntime(task, ["a", "b"])
+    cross = CrossRuntimeTally(task, ["a", "b"])
     for r, a in zip(ref, act):
         cross.add({"a": r, "b": a})
-    cross = cross.rows()
-    assert cross == [{"a": "a", "b": "b", "agreement": pytest.approx(2 / 3), "decisions": 3, "max_abs_diff": 3.0}]
+    rows = [c.to_json() for c in cross.rows()]
+    assert rows == [{"a": "a", "b": "b", "agreement": pytest.approx(2 / 3), "decisions": 3, "max_abs_diff": 3.0}]
     sampler = PlotSampler()
     for r, a, n in zip(ref, act, [5, 20, 21]):
         sampler.add(r, a, n, float(np.max(np.abs(r[0] - a[0]))))
@@ -134,7 +134,8 @@ def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
 
 
 def test_report_json_reads_back_as_typed_records(onnx_export):
-    """report.json parses into the records the reports render from; a file that is not a report is refused."""
+    """report.json parses into the records the reports render from, which write it back to the same JSON; a file
+    that is not a report is refused."""
     from mobile_export.backends.base import DelegateCoverage, MatmulCoverage
     from mobile_export.measure.memory import MemoryFigures
     from mobile_export.reports.records import ReportRecord
@@ -146,9 +147,11 @@ def test_report_json_reads_back_as_typed_records(onnx_export):
     assert isinstance(onnx_art.parity.coverage, MatmulCoverage) and onnx_art.parity.coverage.quant is Quant.INT8
     assert isinstance(pte_art.parity.coverage, DelegateCoverage) and pte_art.parity.coverage.xnnpack_calls >= 1
     assert onnx_art.parity.sqnr_db == report["artifacts"][0]["parity"]["sqnr_db"]
-    assert onnx_art.size is not None and onnx_art.size.groups and onnx_art.size.memory is None  # not measured
+    assert onnx_art.size is not None and onnx_art.size["groups"] and "memory" not in onnx_art.size  # not measured
     assert len(onnx_art.plot.per_example) == len(report["artifacts"][0]["plot"]["per_example"])
     assert record.cross_runtime[0].decisions == report["cross_runtime"][0]["decisions"]
+    # written and read by the same records: the same JSON, nothing lost, nothing added
+    assert json.loads(json.dumps(record.to_json())) == report
     figures = MemoryFigures(128, 5, 4, 3, 2, 1, 6, 7, 8)
     assert MemoryFigures.from_dict(figures.to_dict()) == figures
     with pytest.raises(KeyError):

@@ -14,7 +14,7 @@ from mobile_export.core.choices import Quant
 from mobile_export.core.thresholds import Thresholds
 from mobile_export.core.tasks import get_task
 from mobile_export.parity.accumulate import ParityAccumulator, compare
-from mobile_export.parity.plots import MAX_POINTS, BottomK, CrossRuntime, PlotSampler
+from mobile_export.parity.plots import MAX_POINTS, BottomK, CrossRuntimeTally, PlotSampler
 
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
 INT8 = Thresholds.default_for(Quant.INT8)
@@ -145,10 +145,10 @@ def test_plot_sample_stays_bounded_on_wide_outputs():
 
 def test_cross_runtime_merges():
     task, ref, act, _, _ = _random_set("token-classification", 30, 5)
-    whole, parts = CrossRuntime(task, ["a", "b"]), CrossRuntime(task, ["a", "b"])
-    second = CrossRuntime(task, ["a", "b"])
+    whole, parts = CrossRuntimeTally(task, ["a", "b"]), CrossRuntimeTally(task, ["a", "b"])
+    second = CrossRuntimeTally(task, ["a", "b"])
     for i, (r, a) in enumerate(zip(ref, act)):
         whole.add({"a": r, "b": a})
         (parts if i < 12 else second).add({"a": r, "b": a})
     parts.merge(second)
-    assert parts.rows() == whole.rows() and whole.rows()[0]["decisions"] > 0
+    assert parts.rows() == whole.rows() and whole.rows()[0].decisions > 0

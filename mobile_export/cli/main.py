@@ -26,6 +26,15 @@ def _thresholds(args, quant):
     )
 
 
+def _options(kind: type, args, **converted):
+    """``kind`` (ExportOptions, ParityOptions) from the parsed arguments: every field an option of the same name
+    gives, and ``converted`` for the options the command line spells or types otherwise."""
+    from dataclasses import fields
+
+    same = {f.name: getattr(args, f.name) for f in fields(kind) if hasattr(args, f.name)}
+    return kind(**{**same, **converted})
+
+
 def _cmd_parity(args) -> int:
     from ..core.choices import Quant
     from ..core.progress import Progress, Silent
@@ -34,20 +43,12 @@ def _cmd_parity(args) -> int:
     from ..reports import summary
 
     quant = Quant(args.quant) if args.quant else None
-    options = ParityOptions(
-        data=args.data,
+    options = _options(
+        ParityOptions,
+        args,
         quant=quant,
         thresholds=_thresholds(args, quant or Quant.INT8),
-        task=args.task,
-        max_seq_len=args.max_seq_len,
-        ray=args.ray,
-        ray_workers=args.ray_workers,
-        isa=args.isa,
         cpus=tuple(c.strip() for c in args.cpus.split(",") if c.strip()),
-        arm64_env=args.arm64_env,
-        head=args.head,
-        pooling=args.pooling,
-        normalize=args.normalize,
     )
     report = parity_check(
         args.checkpoint, args.artifacts, out=args.out, options=options, progress=Silent() if args.quiet else Progress()
@@ -93,27 +94,17 @@ def _cmd_export(args) -> int:
     from ..exporter.pipeline import export
     from ..reports import summary
 
-    backends = tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends
     quant = Quant(args.quant)
-    thresholds = _thresholds(args, quant)
-    options = ExportOptions(
-        backends=backends,
+    options = _options(
+        ExportOptions,
+        args,
+        backends=tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends,
         quant=quant,
-        task=args.task,
-        max_seq_len=args.max_seq_len,
-        overwrite=args.overwrite,
-        thresholds=thresholds,
-        data=args.data,
-        budget=args.budget,
+        thresholds=_thresholds(args, quant),
         measure_memory=not args.no_memory,
         quantize_embeddings=not args.keep_fp32_embeddings,
         int4_group_size=args.group_size,
-        int4_kernel=args.int4_kernel,
-        pte_entry=args.pte_entry,
         repair=Repair(args.repair),
-        head=args.head,
-        pooling=args.pooling,
-        normalize=args.normalize,
     )
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))

@@ -6,7 +6,6 @@ import argparse
 
 from ..core.choices import DEFAULT_TOP_K
 from ..core.errors import ExitCode
-from ..parity.arm64.cpus import DEFAULT_ARM64_CPUS
 
 EXIT_CODES_HELP = """exit codes:
   0  ok
@@ -23,20 +22,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from quantize.schemes import INT4_KERNELS
-
-    from ..backends.executorch.options import PTE_ENTRIES
-    from ..core.choices import (
-        DEFAULT_INT4_GROUP_SIZE,
-        INT4_GROUP_SIZES,
-        WIDE_HIDDEN_SIZE,
-        WIDE_INT4_GROUP_SIZE,
-        Backend,
-        Quant,
-        Repair,
-    )
-    from ..core.tasks import supported_tasks
-
+    """Every command with its options (each command's own in one function below)."""
     parser = Parser(
         prog="mobile-export",
         description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
@@ -46,22 +32,52 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    # --debug after the command too (``mobile-export export ... --debug``): it must not reset the one before it
+    common = Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    ex = sub.add_parser(
-        "export",
-        help="export a checkpoint to .pte and .onnx, verified in their runtimes",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    def command(name: str, summary: str, exit_codes: bool = True) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=summary,
+            parents=[common],
+            epilog=EXIT_CODES_HELP if exit_codes else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter if exit_codes else argparse.HelpFormatter,
+        )
+
+    _export_args(command("export", "export a checkpoint to .pte and .onnx, verified in their runtimes"))
+    tk = command("tokenizer", "write just the tokenizer assets an app needs", exit_codes=False)
+    tk.add_argument("checkpoint")
+    tk.add_argument("--out", required=True)
+    tk.add_argument("--max-seq-len", type=int)
+    _parity_args(command("parity", "check existing .pte/.onnx/.ort files against the fp32 PyTorch reference"))
+    rp = command("report", "rewrite report.md and report.html from DIR/report.json", exit_codes=False)
+    rp.add_argument("folder", help="an export or parity output folder")
+    _bench_args(command("bench", "latency, throughput, load time and memory, next to PyTorch fp32 eager"))
+    _size_args(command("size", "what an artifact's bytes are, whether sharing survived, memory, budgets"))
+    _run_args(command("run", "run an export's artifacts on text, without the checkpoint"))
+    sub.add_parser("list", help="list supported tasks, backends and quantizations")
+    return parser
+
+
+def _export_args(ex: argparse.ArgumentParser) -> None:
+    from quantize.schemes import INT4_KERNELS
+
+    from ..backends.executorch.options import PTE_ENTRIES
+    from ..core.choices import (
+        DEFAULT_INT4_GROUP_SIZE,
+        INT4_GROUP_SIZES,
+        WIDE_HIDDEN_SIZE,
+        WIDE_INT4_GROUP_SIZE,
+        Quant,
+        Repair,
     )
+    from ..core.tasks import supported_tasks
+
     ex.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
     ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
     ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
-    ex.add_argument(
-        "--backend",
-        action="append",
-        choices=[b.value for b in Backend],
-        help="repeat for several (default: executorch and onnx; ort on request)",
-    )
+    _backend_arg(ex, "repeat for several (default: executorch and onnx; ort on request)", repeat=True)
     ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument(
@@ -119,30 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
-    ex.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    tk = sub.add_parser("tokenizer", help="write just the tokenizer assets an app needs")
-    tk.add_argument("checkpoint")
-    tk.add_argument("--out", required=True)
-    tk.add_argument("--max-seq-len", type=int)
-    tk.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    pa = sub.add_parser(
-        "parity",
-        help="check existing .pte/.onnx/.ort files against the fp32 PyTorch reference",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _parity_args(pa: argparse.ArgumentParser) -> None:
+    from ..parity.arm64.cpus import DEFAULT_ARM64_CPUS
+
     pa.add_argument("checkpoint", help="the checkpoint the artifacts were exported from (folder or hub id)")
     pa.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
     pa.add_argument("--data", help="one text per line, optionally label<TAB>text (default: built-in real sentences)")
     pa.add_argument("--out", help="folder for report.json, report.md and report.html")
     pa.add_argument("--task", help="task of the checkpoint (default: from config.architectures)")
-    pa.add_argument(
-        "--quant",
-        choices=[q.value for q in Quant],
-        help="thresholds to apply (default: per artifact, int8 if it stores int8 weights)",
-    )
+    _quant_arg(pa, "thresholds to apply (default: per artifact, int8 if it stores int8 weights)")
     pa.add_argument(
         "--max-seq-len", type=int, help="longest input the artifacts accept (default: max_position_embeddings)"
     )
@@ -178,41 +181,23 @@ def build_parser() -> argparse.ArgumentParser:
         "with --pooling: exported with --normalize",
     )
     pa.add_argument("--quiet", action="store_true", help="no progress lines")
-    pa.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    rp = sub.add_parser("report", help="rewrite report.md and report.html from DIR/report.json")
-    rp.add_argument("folder", help="an export or parity output folder")
-    rp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    bn = sub.add_parser(
-        "bench",
-        help="latency, throughput, load time and memory, next to PyTorch fp32 eager",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _bench_args(bn: argparse.ArgumentParser) -> None:
     bn.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
     bn.add_argument("--checkpoint", help="also measure this checkpoint in PyTorch fp32 eager (the reference)")
     bn.add_argument("--seq-lens", default="16,64,128", help="comma-separated sequence lengths (default 16,64,128)")
     bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
     bn.add_argument("--json", help="also write the results to this JSON file")
-    bn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    sz = sub.add_parser(
-        "size",
-        help="what an artifact's bytes are, whether sharing survived, memory, budgets",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+
+def _size_args(sz: argparse.ArgumentParser) -> None:
     sz.add_argument(
         "artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)"
     )
     sz.add_argument("--checkpoint", help="the source checkpoint, when there is no report.json beside the artifact")
-    sz.add_argument(
-        "--quant",
-        choices=[q.value for q in Quant],
-        help="how the artifact was quantized (default: from report.json, else int8)",
-    )
+    _quant_arg(sz, "how the artifact was quantized (default: from report.json, else int8)")
     sz.add_argument(
         "--budget",
         action="append",
@@ -221,19 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sz.add_argument("--no-memory", action="store_true", help="skip measuring peak RSS (load + one run)")
     sz.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sz.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    rn = sub.add_parser(
-        "run",
-        help="run an export's artifacts on text, without the checkpoint",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+
+def _run_args(rn: argparse.ArgumentParser) -> None:
     rn.add_argument("folder", help="the --out folder of mobile-export export")
     rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
-    rn.add_argument(
-        "--backend", choices=[b.value for b in Backend], help="run only this artifact (default: every one listed)"
-    )
+    _backend_arg(rn, "run only this artifact (default: every one listed)", repeat=False)
     rn.add_argument("--json", action="store_true", help="one JSON object per text and artifact")
     rn.add_argument(
         "--context", help="question-answering: the context for every question (else question<TAB>context lines)"
@@ -242,10 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=int, default=DEFAULT_TOP_K, help=f"fill-mask: candidates per [MASK] (default {DEFAULT_TOP_K})"
     )
     rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
-    rn.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    sub.add_parser("list", help="list supported tasks, backends and quantizations")
-    return parser
+
+def _backend_arg(p: argparse.ArgumentParser, help: str, repeat: bool) -> None:
+    from ..core.choices import Backend
+
+    p.add_argument("--backend", action="append" if repeat else "store", choices=[b.value for b in Backend], help=help)
+
+
+def _quant_arg(p: argparse.ArgumentParser, help: str) -> None:
+    from ..core.choices import Quant
+
+    p.add_argument("--quant", choices=[q.value for q in Quant], help=help)
 
 
 def head_args(p, head: str, pooling: str, normalize: str) -> None:
@@ -258,6 +244,7 @@ def head_args(p, head: str, pooling: str, normalize: str) -> None:
 
 
 def threshold_args(p) -> None:
+    """The parity limits export and parity take (each overrides one default of the artifact's precision)."""
     p.add_argument("--max-abs-diff", type=float, help="parity limit on max |logit diff| (default: 1e-4 for fp32)")
     p.add_argument(
         "--min-agreement",

@@ -14,6 +14,11 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.signature import INPUT_NAMES
 
 
 def _child(
@@ -23,12 +28,8 @@ def _child(
     ``precision``: ONNX Runtime's int8 mode (``backends.onnx.precision.Precision`` value) for .onnx/.ort."""
     import time
 
-    import numpy as np
     import torch
 
-    from .. import backends
-    from ..core.choices import Backend
-    from ..core.figures import latency_summary
     from .child import import_runtime
     from .memory import delta, model_kib, reset_peak, resident_kib, status_kib
 
@@ -36,81 +37,92 @@ def _child(
     # ExecuTorch method calls, and its idle OpenMP workers spinning after a copy would steal the cores
     # the runtime's own threadpool runs on (the app has no torch at all)
     torch.set_num_threads(threads if kind == "torch" else 1)
-    if kind != "torch":
-        module = import_runtime(kind)
+    module = import_runtime(kind) if kind != "torch" else None
     reset_peak()
     base_kib, base = status_kib("VmRSS"), resident_kib(Path(path))
     t0 = time.perf_counter()
-    dynamic_batch = True
-    if kind == "torch":
-        from ..model.loading import load_checkpoint
-        from ..model.reference import ExportWrapper
-
-        loaded = load_checkpoint(path)
-        model = ExportWrapper(loaded.model, loaded.task).eval()
-
-        def run(ids, mask, types):
-            with torch.no_grad():
-                return model(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types))
-    else:
-        # the same Runner parity uses (ExecuTorch: the layer loop), with the runtime's minimal verification
-        options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
-        if precision:
-            from ..backends.onnx.precision import Precision
-
-            options["precision"] = Precision(precision)
-        runner = module.Runner(Path(path), threads=threads, **options)
-        dynamic_batch = backends.get_info(Backend(kind)).dynamic_batch
-
-        def run(ids, mask, types):
-            return runner.run({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
-
-    load_s = time.perf_counter() - t0
-    rng = np.random.default_rng(0)
-    latency_ms: dict[str, dict[str, float]] = {}
+    runner, dynamic_batch = _runner(kind, module, path, threads, precision)
+    rng = np.random.default_rng(0)  # the same token ids for every artifact
     out: dict[str, object] = {
-        "load_seconds": round(load_s, 4),
-        "latency_ms": latency_ms,
+        "load_seconds": round(time.perf_counter() - t0, 4),
+        "latency_ms": _latencies(runner, seqs, runs, warmup, vocab, rng),
         "dynamic_batch": dynamic_batch,
-    }
-    for seq in seqs:
-        ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
-        ids[0, 0], ids[0, -1] = 2, 3
-        mask, types = np.ones_like(ids), np.zeros_like(ids)
-        for _ in range(warmup):
-            run(ids, mask, types)
-        ts = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            run(ids, mask, types)
-            ts.append(1000 * (time.perf_counter() - t))
-        latency_ms[str(seq)] = latency_summary(ts)
-    seq = seqs[len(seqs) // 2]
-    ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
-    mask, types = np.ones_like(ids), np.zeros_like(ids)
-
-    def batch():
-        if dynamic_batch:
-            run(ids, mask, types)
-        else:
-            for i in range(8):
-                run(ids[i : i + 1], mask[i : i + 1], types[i : i + 1])
-
-    batch()
-    t, n = time.perf_counter(), 0
-    while n < 3 or time.perf_counter() - t < 1.0:
-        batch()
-        n += 1
-    out["throughput_texts_per_s"] = {
-        "seq": seq,
-        "batch": 8 if dynamic_batch else 1,
-        "value": round(8 * n / (time.perf_counter() - t), 2),
+        "throughput_texts_per_s": _throughput(runner, seqs[len(seqs) // 2], vocab, dynamic_batch, rng),
     }
     now = resident_kib(Path(path))
     out["peak_rss_bytes"] = status_kib("VmHWM") * 1024
     out["peak_over_baseline_bytes"] = (status_kib("VmHWM") - base_kib) * 1024
     out["model_rss_bytes"] = model_kib(delta(now, base)) * 1024
     return out
+
+
+def _runner(kind: str, module: Any, path: str, threads: int, precision: str) -> tuple[Any, bool]:
+    """(what runs the model: the artifact in its runtime through the same ``Runner`` parity uses, with the
+    runtime's minimal verification, or the checkpoint's fp32 eager model; whether it takes any batch)."""
+    from .. import backends
+    from ..core.choices import Backend
+
+    if module is None:
+        from ..model.loading import load_checkpoint
+        from ..model.reference import EagerRunner
+
+        return EagerRunner(load_checkpoint(path)), True
+    options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
+    if precision:
+        from ..backends.onnx.precision import Precision
+
+        options["precision"] = Precision(precision)
+    return module.Runner(Path(path), threads=threads, **options), backends.get_info(Backend(kind)).dynamic_batch
+
+
+def _feeds(ids: np.ndarray) -> dict[str, np.ndarray]:
+    return {INPUT_NAMES[0]: ids, INPUT_NAMES[1]: np.ones_like(ids), INPUT_NAMES[2]: np.zeros_like(ids)}
+
+
+def _latencies(
+    runner: Any, seqs: list[int], runs: int, warmup: int, vocab: int, rng: np.random.Generator
+) -> dict[str, dict[str, float]]:
+    """Per length: ``warmup`` untimed, then ``runs`` timed batch-1 calls on fixed token ids (ms)."""
+    import time
+
+    from ..core.figures import latency_summary
+
+    latency_ms: dict[str, dict[str, float]] = {}
+    for seq in seqs:
+        ids = rng.integers(5, vocab, size=(1, seq)).astype(np.int64)
+        ids[0, 0], ids[0, -1] = 2, 3
+        feeds = _feeds(ids)
+        for _ in range(warmup):
+            runner.run(feeds)
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            runner.run(feeds)
+            ts.append(1000 * (time.perf_counter() - t))
+        latency_ms[str(seq)] = latency_summary(ts)
+    return latency_ms
+
+
+def _throughput(runner: Any, seq: int, vocab: int, dynamic_batch: bool, rng: np.random.Generator) -> dict[str, Any]:
+    """Texts per second over 8 texts of ``seq`` tokens: one batch of 8 where the runner takes any batch, else 8
+    batch-1 calls; repeated for at least a second."""
+    import time
+
+    ids = rng.integers(5, vocab, size=(8, seq)).astype(np.int64)
+
+    def batch():
+        if dynamic_batch:
+            runner.run(_feeds(ids))
+        else:
+            for i in range(8):
+                runner.run(_feeds(ids[i : i + 1]))
+
+    batch()
+    t, n = time.perf_counter(), 0
+    while n < 3 or time.perf_counter() - t < 1.0:
+        batch()
+        n += 1
+    return {"seq": seq, "batch": 8 if dynamic_batch else 1, "value": round(8 * n / (time.perf_counter() - t), 2)}
 
 
 def machine() -> dict:

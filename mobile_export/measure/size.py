@@ -179,15 +179,14 @@ def breakdown(
     (``fp32_linears``: the Linears a repair kept fp32 in this artifact)."""
     from .. import backends
 
-    stored_group = backends.load(backends.for_path(path)).int4_group_size(path) if quant == "int4" else None
-    group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
-
+    fmt = backends.load(backends.for_path(path))
+    stored_group = fmt.int4_group_size(path) if quant == "int4" else None
     data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
     blobs, graph_bytes = artifact_blobs(path)
     distinct: dict[str, bytes] = {}
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
-    ram_shared, ram_verdict = backends.load(backends.for_path(path)).memory_sharing(path)
+    ram_shared, ram_verdict = fmt.memory_sharing(path)
     out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
@@ -204,47 +203,13 @@ def breakdown(
             {"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None, "sharing_preserved": None}
         )
         return out
-    free: dict[int, list[str]] = defaultdict(list)
-    model, config = _meta_model(model_info)
+    group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
     xnnpack = backends.for_path(path) is Backend.EXECUTORCH
-    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack, frozenset(fp32_linears))
-    tied = tied_embeddings(model)
-    # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
-    decoder = set()
-    if tied and group_size is not None:
-        table = model.get_input_embeddings().weight
-        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
-    for group, size in slots:
-        free[size].append(group)
-    groups: Counter = Counter()
-    extra_copies: Counter = Counter()
-    unmatched = 0
-    # Every stored blob is matched, duplicates included: the same bytes stored twice cost twice (the
-    # regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes).
-    for b in sorted(blobs, key=len, reverse=True):
-        if free.get(len(b)):
-            groups[free[len(b)].pop(0)] += len(b)
-            continue
-        taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
-        if taken:
-            groups[taken[0]] += len(b)
-            extra_copies[taken[0]] += len(b)
-        else:
-            unmatched += len(b)
+    model, config = _meta_model(model_info)
+    groups, extra_copies, unmatched = _match(blobs, model, quant, int8_embeddings, group_size, xnnpack, fp32_linears)
     counts = parameter_counts(model, config)
-    layer_bytes = groups["shared encoder layer"]
-    # Shared weights stored once: no blob beyond one copy of each layer parameter, and (tied word
-    # embeddings) no second copy of the table: the decoder's weight is no slot of its own then, so
-    # a decoder stored apart is an extra copy of the word embeddings.
-    problems = []
-    if extra_copies["shared encoder layer"] or not layer_bytes:
-        problems.append(f"{extra_copies['shared encoder layer']:,} B of extra copies of the shared layer")
-    if tied and extra_copies["word embeddings"]:
-        problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
-    preserved = not problems
-    once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
-    if tied:
-        once += "; the tied word-embedding table is stored once for the lookup and the decoder"
+    tied = tied_embeddings(model)
+    preserved, verdict = _sharing_verdict(groups, extra_copies, counts, tied)
     out.update(
         {
             "groups": {g: int(groups[g]) for g in GROUPS},
@@ -256,10 +221,65 @@ def breakdown(
             "parameters": counts,
             "tied_embeddings": tied,
             "sharing_preserved": preserved,
-            "sharing_verdict": f"preserved: {once}" if preserved else f"NOT preserved ({'; '.join(problems)})",
+            "sharing_verdict": verdict,
         }
     )
     return out
+
+
+def _match(
+    blobs: list[bytes],
+    model,
+    quant: str,
+    int8_embeddings: bool,
+    group_size: int | None,
+    xnnpack: bool,
+    fp32_linears: Sequence[str],
+) -> tuple[Counter, Counter, int]:
+    """Every stored blob matched by size to a part of the (meta) model: (bytes per part, bytes of extra copies
+    per part, bytes matched to no part). Duplicates are matched too: the same bytes stored twice cost twice (the
+    regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes)."""
+    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack, frozenset(fp32_linears))
+    # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
+    decoder = set()
+    if tied_embeddings(model) and group_size is not None:
+        table = model.get_input_embeddings().weight
+        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
+    free: dict[int, list[str]] = defaultdict(list)
+    for group, size in slots:
+        free[size].append(group)
+    groups: Counter = Counter()
+    extra_copies: Counter = Counter()
+    unmatched = 0
+    for b in sorted(blobs, key=len, reverse=True):
+        if free.get(len(b)):
+            groups[free[len(b)].pop(0)] += len(b)
+            continue
+        taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
+        if taken:
+            groups[taken[0]] += len(b)
+            extra_copies[taken[0]] += len(b)
+        else:
+            unmatched += len(b)
+    return groups, extra_copies, unmatched
+
+
+def _sharing_verdict(groups: Counter, extra_copies: Counter, counts: dict, tied: bool) -> tuple[bool, str]:
+    """(shared weights stored once, the verdict sentence). Stored once: no blob beyond one copy of each layer
+    parameter, and (tied word embeddings) no second copy of the table: the decoder's weight is no slot of its
+    own then, so a decoder stored apart is an extra copy of the word embeddings."""
+    layer_bytes = groups["shared encoder layer"]
+    problems = []
+    if extra_copies["shared encoder layer"] or not layer_bytes:
+        problems.append(f"{extra_copies['shared encoder layer']:,} B of extra copies of the shared layer")
+    if tied and extra_copies["word embeddings"]:
+        problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
+    once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
+    if tied:
+        once += "; the tied word-embedding table is stored once for the lookup and the decoder"
+    if problems:
+        return False, f"NOT preserved ({'; '.join(problems)})"
+    return True, f"preserved: {once}"
 
 
 def size_entry(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,6 +35,19 @@ class ExportWrapper(torch.nn.Module):
         additive = additive_mask(attention_mask[:, None, None, :])
         out = self.model(input_ids=input_ids, attention_mask=additive, token_type_ids=token_type_ids)
         return tuple(out[name] for name in self.output_names)
+
+
+class EagerRunner:
+    """A checkpoint's fp32 PyTorch model behind the artifacts' ``Runner`` interface (``bench``'s reference)."""
+
+    def __init__(self, loaded: Any) -> None:  # a LoadedModel
+        self.model = ExportWrapper(loaded.model, loaded.task).eval()
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The model's outputs for the int64 inputs ``feeds`` (by name)."""
+        with torch.no_grad():
+            outputs = self.model(*(torch.from_numpy(feeds[name]) for name in INPUT_NAMES))
+        return [o.numpy() for o in outputs]
 
 
 @dataclass(frozen=True)

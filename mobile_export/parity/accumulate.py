@@ -224,6 +224,54 @@ class ParityAccumulator:
         self.overlap_slots += view.overlap[1]
         return view.reference, view.actual, (view.reference_rows, view.actual_rows)
 
+    def _clear_decisions(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per example, its clear decisions and those the artifact agreed on, once the median error is known: an
+        example whose error is above the cap (``TIE_ERROR_CAP`` x the median) is judged at the cap, which may make
+        some of its near-ties clear."""
+        cap = TIE_ERROR_CAP * float(np.median(m))
+        decisive = np.array(self._decisive, dtype=np.int64)
+        decisive_agree = np.array(self._decisive_agree, dtype=np.int64)
+        if len(self._tie_example):
+            ex = np.frombuffer(self._tie_example, dtype=np.int64)
+            now_clear = (m[ex] > cap) & (np.frombuffer(self._tie_margin, dtype=np.float64) > 2.0 * cap)
+            np.add.at(decisive, ex[now_clear], 1)
+            np.add.at(decisive_agree, ex[now_clear & (np.frombuffer(self._tie_agree, dtype=np.int8) == 1)], 1)
+        return decisive, decisive_agree
+
+    def _by_length(
+        self, t: Thresholds, sqnrs: list[float], decisive: np.ndarray, decisive_agree: np.ndarray
+    ) -> tuple[list[LengthBucket], list[str]]:
+        """Each length bucket's metrics, and the limits of ``t`` (agreement, SQNR) that the buckets with enough
+        examples to be gated on their own break."""
+        buckets = np.frombuffer(self._bucket, dtype=np.int8)
+        per_bucket = Thresholds(min_agreement=t.min_agreement, min_sqnr_db=t.min_sqnr_db)
+        by_length, failures = [], []
+        for k, sums in sorted(self.bucket_sums.items()):
+            idx = np.flatnonzero(buckets == k)
+            p = sums.pooled(
+                int(decisive[idx].sum()), int(decisive_agree[idx].sum()), min(sqnrs[i] for i in idx.tolist())
+            )
+            gated = sums.examples >= MIN_BUCKET_EXAMPLES
+            name = bucket_name(*BUCKETS[k])
+            by_length.append(
+                LengthBucket(
+                    bucket=name,
+                    examples=sums.examples,
+                    max_abs_diff=p.max_abs_diff,
+                    mean_abs_diff=p.mean_abs_diff,
+                    sqnr_db=p.sqnr_db,
+                    min_cosine=p.min_cosine,
+                    agreement=p.agreement,
+                    decisive_agreement=p.decisive_agreement,
+                    near_ties=p.decisions - p.decisive,
+                    min_example_sqnr_db=p.min_example_sqnr_db,
+                    gated=gated,
+                )
+            )
+            if gated:
+                failures += p.failures(per_bucket, f"length bucket {name} tokens ({sums.examples} examples): ")
+        return by_length, failures
+
     def merge(self, other: "ParityAccumulator") -> None:
         """Fold in the accumulator of the examples that follow these (the next batch)."""
         offset = self.total.examples
@@ -261,17 +309,9 @@ class ParityAccumulator:
             raise ValueError("reference and actual must be non-empty and of the same length")
         t = thresholds
         m = np.frombuffer(self._max_abs_diff, dtype=np.float64)
-        cap = TIE_ERROR_CAP * float(np.median(m))
+        decisive, decisive_agree = self._clear_decisions(m)
         typical = float(np.median(np.frombuffer(self._power, dtype=np.float64)))
-        decisive = np.array(self._decisive, dtype=np.int64)
-        decisive_agree = np.array(self._decisive_agree, dtype=np.int64)
-        if len(self._tie_example):  # an example whose error is above the cap is judged at the cap
-            ex = np.frombuffer(self._tie_example, dtype=np.int64)
-            now_clear = (m[ex] > cap) & (np.frombuffer(self._tie_margin, dtype=np.float64) > 2.0 * cap)
-            np.add.at(decisive, ex[now_clear], 1)
-            np.add.at(decisive_agree, ex[now_clear & (np.frombuffer(self._tie_agree, dtype=np.int8) == 1)], 1)
         sqnrs = [sqnr_from_sums(max(p, typical), q) for p, q in zip(self._power.tolist(), self._noise_power.tolist())]
-        buckets = np.frombuffer(self._bucket, dtype=np.int8)
         pooled = self.total.pooled(int(decisive.sum()), int(decisive_agree.sum()), min(sqnrs))
         failures = pooled.failures(t)
         named: dict[str, int] = {}
@@ -288,32 +328,8 @@ class ParityAccumulator:
                 f"{named['low']} example(s) below the per-example SQNR floor {t.min_example_sqnr_db:.1f} dB "
                 f"(worst {sqnrs[i]:.1f} dB, {self._length[i]} tokens: {texts.get(i, '')[:40]!r})"
             )
-        per_bucket = Thresholds(min_agreement=t.min_agreement, min_sqnr_db=t.min_sqnr_db)
-        by_length = []
-        for k, sums in sorted(self.bucket_sums.items()):
-            idx = np.flatnonzero(buckets == k)
-            p = sums.pooled(
-                int(decisive[idx].sum()), int(decisive_agree[idx].sum()), min(sqnrs[i] for i in idx.tolist())
-            )
-            gated = sums.examples >= MIN_BUCKET_EXAMPLES
-            name = bucket_name(*BUCKETS[k])
-            by_length.append(
-                LengthBucket(
-                    bucket=name,
-                    examples=sums.examples,
-                    max_abs_diff=p.max_abs_diff,
-                    mean_abs_diff=p.mean_abs_diff,
-                    sqnr_db=p.sqnr_db,
-                    min_cosine=p.min_cosine,
-                    agreement=p.agreement,
-                    decisive_agreement=p.decisive_agreement,
-                    near_ties=p.decisions - p.decisive,
-                    min_example_sqnr_db=p.min_example_sqnr_db,
-                    gated=gated,
-                )
-            )
-            if gated:
-                failures += p.failures(per_bucket, f"length bucket {name} tokens ({sums.examples} examples): ")
+        by_length, bucket_failures = self._by_length(t, sqnrs, decisive, decisive_agree)
+        failures += bucket_failures
         accuracy = reference_accuracy = None
         if self.labelled and self.task.kind is OutputKind.SEQUENCE_LOGITS:
             reference_accuracy, accuracy = self.reference_right / self.labelled, self.artifact_right / self.labelled

@@ -72,7 +72,8 @@ def build_report(
     """The one report both commands write: model, options, parity data, each artifact (with its size section,
     ``export``, or its path as given, ``parity``), cross-runtime agreement, versions and the checking host; the
     export's budget and verdict, stage timings (rounded to 0.01 s), int8 diagnosis and repair."""
-    n = len(checked.results)
+    size_of: list[SizeEntry | None] = [None] * len(checked.results) if sizes is None else list(sizes)
+    path_of: list[str | None] = [None] * len(checked.results) if paths is None else list(paths)
     return ReportRecord(
         tool=tool,
         versions=versions(),
@@ -80,9 +81,7 @@ def build_report(
         model=model_summary(loaded),
         options=options,
         parity_data=checked.parity_data,
-        artifacts=tuple(
-            Artifact(r, s, p) for r, s, p in zip(checked.results, sizes or [None] * n, paths or [None] * n)
-        ),
+        artifacts=tuple(Artifact(r, s, p) for r, s, p in zip(checked.results, size_of, path_of)),
         cross_runtime=tuple(checked.tally.cross.rows()),
         budget=budget,
         within_budget=within_budget,

@@ -414,7 +414,7 @@ def regenerate(folder: Path) -> list[str]:
         raise BadInputError(f"{path} does not exist; pass a folder written by `mobile-export export` or `parity`")
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        files = [(a.file, a.sha256) for a in ReportRecord.from_json(report).artifacts]
+        files = [(a.file, a.result.sha256) for a in ReportRecord.from_json(report).artifacts]
     except (ValueError, KeyError, TypeError):
         raise BadInputError(f"{path} is not a mobile-export report; re-run the export or parity command") from None
     for name, digest in files:  # the report must describe the artifacts beside it
