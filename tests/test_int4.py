@@ -155,6 +155,22 @@ def test_int4_choices_a_user_can_get_wrong(tiny_checkpoint, tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b" / "model.onnx").exists()
 
 
+def test_an_option_of_a_format_left_out_is_refused_and_taken_by_its_format():
+    """--int4-kernel is the .onnx's (and .ort's) own option: set without either, it shapes nothing and is
+    refused; with the .onnx, the .onnx's options carry it and the .pte's do not."""
+    from mobile_export.backends.executorch.options import PteOptions
+    from mobile_export.backends.onnx.options import OnnxOptions
+    from mobile_export.core.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="--int4-kernel int8 shapes the .onnx / .ort; add --backend onnx"):
+        ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT4, int4_kernel="int8")
+    options = ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT4, int4_kernel="int8")
+    assert options.format_options(Backend.ONNX) == OnnxOptions(int4_kernel="int8")
+    assert options.format_options(Backend.EXECUTORCH) == PteOptions()
+    with pytest.raises(BadInputError, match="--int4-kernel fast is not one of nbits, int8"):
+        ExportOptions(backends=(Backend.ONNX,), int4_kernel="fast")
+
+
 # ---------------------------------------------------------------------------------------------- .pte
 
 

@@ -190,6 +190,23 @@ def _error(argv, capsys) -> tuple[int, str]:
     return code, lines[0]
 
 
+def test_manifest_is_written_and_read_by_one_record(exported, tmp_path):
+    """manifest.json reads back into the record it was written from (the same JSON); one that is not a manifest
+    is refused with one line naming the file."""
+    from mobile_export.assets.manifest import Manifest
+
+    _, folder = exported("text-classification")
+    written = json.loads((folder / "manifest.json").read_text())
+    manifest = Manifest.read(folder)
+    assert json.loads(json.dumps(manifest.to_json())) == written
+    assert manifest.file("model.onnx") is not None and manifest.file("model.onnx").sha256 == next(
+        f["sha256"] for f in written["files"] if f["path"] == "model.onnx")
+    (tmp_path / "manifest.json").write_text(json.dumps({"task": "text-classification", "artifacts": [],
+                                                        "files": [{"path": "x"}]}))
+    with pytest.raises(BadInputError, match="manifest.json has a malformed file or artifact entry"):
+        Manifest.read(tmp_path)
+
+
 def test_run_refuses_a_folder_that_is_not_an_export(tmp_path, capsys):
     code, line = _error(["run", str(tmp_path), "text"], capsys)
     assert code == 2 and "is not an export folder (no manifest.json)" in line
