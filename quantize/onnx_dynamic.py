@@ -234,8 +234,9 @@ def quantize_file(
 
     prepared = prepare_file(src, dst)
     excluded: list[str] = []
+    model = onnx.load(str(dst))
+    tied = tied_decoders(model)
     if keep:
-        model = onnx.load(str(dst))
         excluded, found = kept_matmuls(model, keep)
         if len(found) < len(keep):
             raise ValueError(f"{len(keep) - len(found)} weight(s) to keep in fp32 are not in the graph")
@@ -267,6 +268,7 @@ def quantize_file(
     finally:
         root.setLevel(level)
     written = onnx.load(str(dst))
+    changed = _decoders_from_tables(written, tied)
     kept_weights = sorted(
         {
             node.input[1]
@@ -280,8 +282,65 @@ def quantize_file(
     if kept_weights:
         entry = written.metadata_props.add()
         entry.key, entry.value = FP32_WEIGHTS_KEY, ",".join(kept_weights)
+    if kept_weights or changed:
         onnx.save(written, str(dst))
     return replace(prepared, quantized_matmuls=count_ops(written, "MatMulInteger"))
+
+
+def tied_decoders(model) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The MatMul weights of the fp32 graph that are an int8 lookup table's dequantized transpose, bit for bit
+    (a masked-LM decoder tied to the word table, ``quantize.embedding``): weight name -> (the table's int8 codes
+    ``[rows, width]``, its per-row scales ``[rows]``). The lookup is two Gathers with the same ids, one of int8
+    codes and one of float scales (one per row)."""
+    from onnx import TensorProto, numpy_helper
+
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    gathers: dict[str, list[str]] = {}
+    for n in graph.node:
+        if n.op_type == "Gather" and n.input[0] in inits and len(inits[n.input[0]].dims) == 2:
+            gathers.setdefault(n.input[1], []).append(n.input[0])
+    tables = []
+    for names in gathers.values():
+        codes = [n for n in names if inits[n].data_type == TensorProto.INT8]
+        scales = [n for n in names if inits[n].data_type == TensorProto.FLOAT and inits[n].dims[1] == 1]
+        tables += [(numpy_helper.to_array(inits[c]), numpy_helper.to_array(inits[s])) for c in codes for s in scales]
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for node in graph.node:
+        if node.op_type != "MatMul" or len(node.input) < 2 or node.input[1] not in inits:
+            continue
+        weight = inits[node.input[1]]
+        if weight.data_type != TensorProto.FLOAT or len(weight.dims) != 2:
+            continue
+        for codes, scale in tables:
+            if codes.shape != (weight.dims[1], weight.dims[0]) or scale.shape[0] != codes.shape[0]:
+                continue
+            if np.array_equal((codes.astype(np.float32) * scale).T, numpy_helper.to_array(weight)):
+                found[weight.name] = (codes, scale.reshape(-1))
+                break
+    return found
+
+
+def _decoders_from_tables(model, tied: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
+    """Give each tied decoder the int8 codes and per-column scales of its table, in place: its fp32 weight is the
+    table dequantized, so those are its exact int8 form, where ONNX Runtime's quantizer, quantizing the product
+    again, may round a value to the next code. The decoder then stores the table's bytes, and
+    ``share_transposed_tables`` keeps one copy. Returns how many decoders were set."""
+    from onnx import numpy_helper
+
+    inits = {i.name: i for i in model.graph.initializer}
+    done = 0
+    for name, (codes, scale) in tied.items():
+        weight, scales = inits.get(f"{name}_quantized"), inits.get(f"{name}_scale")
+        zero = inits.get(f"{name}_zero_point")
+        if weight is None or scales is None or list(weight.dims) != [codes.shape[1], codes.shape[0]]:
+            continue
+        if zero is not None and numpy_helper.to_array(zero).any():
+            continue  # not symmetric int8: not the table's form
+        weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(codes.T), weight.name))
+        scales.CopyFrom(numpy_helper.from_array(scale.astype(np.float32).reshape(scales.dims), scales.name))
+        done += 1
+    return done
 
 
 def share_transposed_tables(model) -> int:

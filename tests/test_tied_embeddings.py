@@ -70,6 +70,25 @@ def test_tied_table_stored_once_untied_twice(exported, quant):
         assert [n.op_type for n in readers] == ["MatMulInteger"]
 
 
+def test_rows_below_the_int8_scale_floor_are_shared_too(tiny_checkpoint, shared_export):
+    """A table of small values (initializer_range 0.02, width 32: a few rows whose largest value is below 127
+    times the smallest row scale) is still stored once in both formats: the .onnx decoder is given the table's
+    own int8 codes and scales, where ONNX Runtime's quantizer, quantizing the dequantized rows again, would
+    spread such a row over the whole int8 range and store a second table."""
+    ckpt = tiny_checkpoint("fill-mask", "sentencepiece", embedding_size=32, hidden_size=64, intermediate_size=96,
+                           initializer_range=0.02)
+    result = shared_export(ckpt, ExportOptions(backends=BOTH, measure_memory=False))
+    vocab = result.report["model"]["config"]["vocab_size"]
+    from mobile_export.model.loading import load_checkpoint
+    from quantize.embedding import ZERO_ROW_SCALE
+
+    table = load_checkpoint(str(ckpt)).model.get_input_embeddings().weight
+    assert (table.abs().amax(dim=1) < 127 * ZERO_ROW_SCALE).any()  # the rows this is about exist
+    for a in result.report["artifacts"]:
+        assert a["size"]["sharing_preserved"], (a["file"], a["size"]["sharing_verdict"])
+        assert _tables(result.out / a["file"], vocab * 32) == 1, a["file"]
+
+
 def test_verdict_flags_a_tied_table_stored_twice(tiny_checkpoint, tmp_path, monkeypatch):
     """Without the sharing passes the tied table is stored twice, and the size verdict says so."""
     import quantize.onnx_dynamic
