@@ -42,6 +42,20 @@ def test_help_documents_exit_codes(capsys):
         assert line in out
 
 
+@pytest.mark.parametrize("command", ["export", "tokenizer", "parity", "report", "bench", "size", "run", "list"])
+def test_every_command_says_its_exit_codes_and_debug(capsys, command):
+    """Every command's help lists the exit codes it can end with, --debug, and what each argument is."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "exit codes:\n  0  ok" in out and "--debug" in out, out
+    codes = out.split("exit codes:", 1)[1]
+    assert ("3  parity failed" in codes) == (command in ("export", "parity")), codes
+    assert ("4  over size budget" in codes) == (command in ("export", "size")), codes
+    positional = out.split("positional arguments:", 1)[1].split("options:", 1)[0] if "positional" in out else ""
+    assert all(len(line.split(None, 1)) == 2 for line in positional.strip().splitlines() if line.strip()), out
+
+
 def test_argparse_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["export", "somewhere"])  # --out missing

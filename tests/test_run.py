@@ -207,6 +207,22 @@ def test_manifest_is_written_and_read_by_one_record(exported, tmp_path):
         Manifest.read(tmp_path)
 
 
+def test_a_closed_pipe_is_a_normal_end(exported):
+    """``mobile-export run OUT ... | head -1``: the reader goes away, the command ends quietly with exit 0."""
+    import subprocess
+    import sys
+
+    _, folder = exported("text-classification")
+    proc = subprocess.Popen([sys.executable, "-m", "mobile_export", "run", str(folder)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("a good phone\n" * 400)
+    proc.stdin.close()
+    assert proc.stdout.readline().strip() == "a good phone"
+    proc.stdout.close()  # as head does after its line
+    assert proc.wait(timeout=300) == 0
+    assert proc.stderr.read() == ""
+
+
 def test_run_refuses_a_folder_that_is_not_an_export(tmp_path, capsys):
     code, line = _error(["run", str(tmp_path), "text"], capsys)
     assert code == 2 and "is not an export folder (no manifest.json)" in line

@@ -167,7 +167,7 @@ def open_artifact(path: str | os.PathLike) -> tuple[Backend, Path]:
         )
     backend = for_path(p)
     real = p.resolve()
-    shown = f"{p.name} (a symlink to {real})" if p.is_symlink() else p.name
+    shown = f"{p} (a symlink to {real})" if p.is_symlink() else str(p)  # the path as the user gave it
     if not real.is_file():
         raise ArtifactLoadError(
             f"{shown} is not a regular file; pass the {Path(BACKENDS[backend].file_name).suffix} file itself"

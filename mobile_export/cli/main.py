@@ -221,6 +221,16 @@ def _exit_interrupted() -> NoReturn:
     os._exit(130)
 
 
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that flushing what is left at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file behind sys.stdout (a test's capture): nothing is left to flush
+        pass
+
+
 def _main(argv: list[str] | None) -> int:
     if argv is None:
         _reexec_with_fixed_hash_seed()
@@ -257,6 +267,9 @@ def _main(argv: list[str] | None) -> int:
     try:
         with latched_interrupts():
             return handler(args)
+    except BrokenPipeError:  # whoever read the output stopped (``| head``): a normal end, as for any Unix tool
+        _quiet_stdout()
+        return int(ExitCode.OK)
     except MobileExportError as exc:
         if debug:
             traceback.print_exc()

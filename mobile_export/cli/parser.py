@@ -7,13 +7,21 @@ import argparse
 from ..core.choices import DEFAULT_TOP_K
 from ..core.errors import ExitCode
 
-EXIT_CODES_HELP = """exit codes:
-  0  ok
-  1  unexpected error (a bug or a library failure; rerun with --debug)
-  2  bad input or usage (checkpoint, options, destination)
-  3  parity failed (an artifact disagrees with the fp32 reference; nothing written)
-  4  over size budget
-"""
+EXIT_CODES = {
+    0: "ok",
+    1: "unexpected error (a bug or a library failure; rerun with --debug)",
+    2: "bad input or usage (checkpoint, options, destination, artifact, text)",
+    3: "parity failed (an artifact disagrees with the fp32 reference; nothing written)",
+    4: "over size budget",
+}
+
+
+def exit_codes_help(*codes: int) -> str:
+    """The help's ``exit codes:`` section listing ``codes`` (every code when none is given)."""
+    return "exit codes:\n" + "".join(f"  {c}  {EXIT_CODES[c]}\n" for c in codes or EXIT_CODES)
+
+
+EXIT_CODES_HELP = exit_codes_help()
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,29 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     # --debug after the command too (``mobile-export export ... --debug``): it must not reset the one before it
     common = Parser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error (for a report)"
+    )
 
-    def command(name: str, summary: str, exit_codes: bool = True) -> argparse.ArgumentParser:
+    def command(name: str, summary: str, *codes: int) -> argparse.ArgumentParser:
         return sub.add_parser(
             name,
             help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
             parents=[common],
-            epilog=EXIT_CODES_HELP if exit_codes else None,
-            formatter_class=argparse.RawDescriptionHelpFormatter if exit_codes else argparse.HelpFormatter,
+            epilog=exit_codes_help(*codes),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
 
     _export_args(command("export", "export a checkpoint to .pte and .onnx, verified in their runtimes"))
-    tk = command("tokenizer", "write just the tokenizer assets an app needs", exit_codes=False)
-    tk.add_argument("checkpoint")
-    tk.add_argument("--out", required=True)
-    tk.add_argument("--max-seq-len", type=int)
-    _parity_args(command("parity", "check existing .pte/.onnx/.ort files against the fp32 PyTorch reference"))
-    rp = command("report", "rewrite report.md and report.html from DIR/report.json", exit_codes=False)
+    tk = command("tokenizer", "write just the tokenizer assets an app needs", 0, 1, 2)
+    tk.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
+    tk.add_argument("--out", required=True, help="folder to write the tokenizer assets into")
+    tk.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
+    pa = command("parity", "check existing .pte/.onnx/.ort files against the fp32 PyTorch reference", 0, 1, 2, 3)
+    _parity_args(pa)
+    rp = command("report", "rewrite report.md and report.html from DIR/report.json", 0, 1, 2)
     rp.add_argument("folder", help="an export or parity output folder")
-    _bench_args(command("bench", "latency, throughput, load time and memory, next to PyTorch fp32 eager"))
-    _size_args(command("size", "what an artifact's bytes are, whether sharing survived, memory, budgets"))
-    _run_args(command("run", "run an export's artifacts on text, without the checkpoint"))
-    sub.add_parser("list", help="list supported tasks, backends and quantizations")
+    _bench_args(command("bench", "latency, throughput, load time and memory, next to PyTorch fp32 eager", 0, 1, 2))
+    _size_args(command("size", "what an artifact's bytes are, whether sharing survived, memory, budgets", 0, 1, 2, 4))
+    _run_args(command("run", "run an export's artifacts on text, without the checkpoint", 0, 1, 2))
+    command("list", "list supported tasks, backends and quantizations", 0)
     return parser
 
 

@@ -56,17 +56,31 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 
 def prepare_destination(out: Path, overwrite: bool) -> None:
-    """Check that ``out`` can take an export: absent, empty, or ``overwrite`` given; and writable."""
+    """Check that ``out`` can take an export: absent, empty, or ``overwrite`` given; and writable. A folder this
+    check makes to try is removed again: nothing is left if the export fails before it writes (``make_staging``
+    makes it for good)."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"--out {out} is a file; pass a folder")
     if out.is_dir() and any(p for p in out.iterdir() if not p.name.startswith(STAGING_PREFIX)) and not overwrite:
         raise OutputError(f"--out {out} is not empty; pass --overwrite to replace its export, or choose another folder")
+    made = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".mobile-export-probe-", delete=True)
         probe.close()
     except OSError as exc:
         raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None
+    finally:
+        remove_empty(made)
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (innermost first) that exists and is empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # absent, or not empty: it stays
+            pass
 
 
 _DISK_ERRNOS = {
@@ -89,8 +103,10 @@ def disk_error(exc: BaseException, out: Path) -> OutputError | None:
 
 
 def make_staging(out: Path) -> Path:
-    """A private folder inside ``out`` (same file system, so the final renames are atomic)."""
+    """A private folder inside ``out`` (same file system, so the final renames are atomic); ``out`` is made
+    if it is missing."""
     try:
+        out.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     except OSError as exc:
         raise OutputError(f"cannot write to --out {out} ({exc.strerror or exc}); choose a writable folder") from None

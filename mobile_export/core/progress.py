@@ -40,16 +40,18 @@ class Progress:
         thread = threading.Thread(target=beat, daemon=True) if self.enabled and heartbeat else None
         if thread:
             thread.start()
+        failed = True
         try:
             yield
             stop_if_requested()
+            failed = False
         finally:
             done.set()
             if thread:
                 thread.join()
             elapsed = time.monotonic() - t0
             self.timings[name] = self.timings.get(name, 0.0) + elapsed
-            self.say(f"{name}: done in {elapsed:.1f}s")
+            self.say(f"{name}: {'failed after' if failed else 'done in'} {elapsed:.1f}s")
 
 
 class Silent(Progress):

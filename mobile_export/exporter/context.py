@@ -40,6 +40,7 @@ class ExportRun:
     data: ParityData | None
     max_len: int
     staging: Path
+    made: list[Path]  # the folders of ``out`` this export made (removed again if it fails and leaves them empty)
 
     @classmethod
     def start(cls, source: str | os.PathLike, out: Path, options: ExportOptions, progress: Progress) -> ExportRun:
@@ -58,7 +59,8 @@ class ExportRun:
         for note in loaded.notes:
             progress.say(f"note: {note}")
         max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
-        return cls(options, out, progress, budget, loaded, data, max_len, make_staging(out))
+        made = [p for p in (out, *out.parents) if not p.exists()]
+        return cls(options, out, progress, budget, loaded, data, max_len, make_staging(out), made)
 
     @property
     def thresholds(self) -> Thresholds:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import backends
 from ..core.choices import Quant, Repair
-from ..core.fsutil import disk_error, remove_staging
+from ..core.fsutil import disk_error, remove_empty, remove_staging
 from ..core.progress import Progress, Silent
 from ..parity.artifact import ArtifactResult
 from ..parity.diagnosis import Diagnosis, diagnose
@@ -109,6 +109,7 @@ def export(
         raise disk from exc
     finally:
         remove_staging(run.staging)
+        remove_empty(run.made)  # a failed export leaves no folder it made (report.failed.json keeps it)
 
 
 def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:

@@ -38,9 +38,12 @@ def check(path: Path, shown: str) -> None:
         )
     try:
         pte = read_program(path)
-    except Exception as exc:
+    except Exception as exc:  # the flatbuffer reader's own errors say little (``error``): name where it stopped
+        said = first_line(exc, 120)
+        what = type(exc).__name__ if said in ("", "error", type(exc).__name__) else f"{type(exc).__name__}: {said}"
         raise ArtifactLoadError(
-            f"{shown} is a damaged ExecuTorch program (it does not decode: {type(exc).__name__}); export it again"
+            f"{shown} is a damaged ExecuTorch program: its flatbuffer does not decode ({what}); the file was cut or "
+            "changed after export: export it again"
         ) from None
     plans = {plan.name: plan for plan in pte.program.execution_plan}
     entry = plans.get(EMBED_METHOD) or plans.get("forward")
