@@ -302,9 +302,9 @@ def tied_decoders(model) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             gathers.setdefault(n.input[1], []).append(n.input[0])
     tables = []
     for names in gathers.values():
-        codes = [n for n in names if inits[n].data_type == TensorProto.INT8]
-        scales = [n for n in names if inits[n].data_type == TensorProto.FLOAT and inits[n].dims[1] == 1]
-        tables += [(numpy_helper.to_array(inits[c]), numpy_helper.to_array(inits[s])) for c in codes for s in scales]
+        int8 = [n for n in names if inits[n].data_type == TensorProto.INT8]
+        rows = [n for n in names if inits[n].data_type == TensorProto.FLOAT and inits[n].dims[1] == 1]
+        tables += [(numpy_helper.to_array(inits[c]), numpy_helper.to_array(inits[r])) for c in int8 for r in rows]
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for node in graph.node:
         if node.op_type != "MatMul" or len(node.input) < 2 or node.input[1] not in inits:

@@ -181,7 +181,7 @@ def test_run_prints_both_heads(exported, capsys):
     (dict(task="feature-extraction", normalize=True), "--normalize needs --pooling"),
 ])
 def test_head_options_that_do_not_fit_exit_2(options, match):
-    from mobile_export.model.heads import parse_head
+    from mobile_export.core.heads import parse_head
 
     with pytest.raises(BadInputError, match=match):
         parse_head(options["task"], options.get("head"), options.get("pooling"), options.get("normalize", False))

@@ -67,3 +67,31 @@ def test_onnx_runtime_runs_without_torch(artifacts, tmp_path):
     here = Runner(artifacts / "model.onnx").run({"input_ids": ids, "attention_mask": np.ones_like(ids),
                                                   "token_type_ids": np.zeros_like(ids)})[0]
     np.testing.assert_array_equal(alone, here)  # the same session rules in a process with torch
+
+
+_LOAD = """
+import json, sys
+import mobile_export
+predictor = mobile_export.load(sys.argv[1], backend=sys.argv[2])
+result = predictor("a good phone").to_json()
+print(json.dumps({"result": result, "loaded": {name: name in sys.modules for name in sys.argv[3:]}}))
+"""
+_NOT_LOADED = {"onnx": ("torch", "executorch.exir", "torchao", "optimum"), "executorch": ("executorch.exir", "torchao")}
+
+
+@pytest.mark.parametrize("backend", ["onnx", "executorch"])
+def test_load_imports_no_compiler_in_a_fresh_process(artifacts, backend):
+    """``mobile_export.load`` of an export folder: the .onnx path imports neither torch nor any compiler, the .pte
+    path not ExecuTorch's compiler (nor torchao, whose import warns); nothing on stderr; the scores are those of
+    this process, which has everything loaded."""
+    from mobile_export import load
+
+    proc = subprocess.run([sys.executable, "-c", _LOAD, str(artifacts), backend, *_NOT_LOADED[backend]],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == "", proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not any(got["loaded"].values()), got["loaded"]
+    here = load(artifacts, backend=backend)("a good phone").to_json()
+    assert got["result"]["label"] == here["label"]
+    assert got["result"]["scores"] == pytest.approx(here["scores"], abs=1e-6)

@@ -19,7 +19,7 @@ class OutputKind(str, Enum):
     TOKEN_LOGITS = "token_logits"  # [batch, seq, n], argmax per (real) token
     SPAN_LOGITS = "span_logits"  # start/end [batch, seq], argmax per example over tokens
     HIDDEN_STATES = "hidden_states"  # [batch, seq, hidden]: no argmax, cosine/SQNR only
-    SENTENCE_EMBEDDING = "sentence_embedding"  # [batch, hidden] pooled (heads.Pooled): cosine/SQNR only
+    SENTENCE_EMBEDDING = "sentence_embedding"  # [batch, hidden] pooled (heads.PoolingHead): cosine/SQNR only
     TOP_K = "top_k"  # fill-mask's top k at the masked positions (heads.TopKMasked): compared by token id
 
 
@@ -67,6 +67,8 @@ def supported_tasks() -> list[str]:
 
 def get_task(name: str) -> TaskSpec:
     """Look a task up by its optimum name or one of optimum's synonyms (``sequence-classification``...)."""
+    if name in _TASKS:  # an export's own name (a manifest's): no need for optimum, which imports torch
+        return _TASKS[name]
     from optimum.exporters.tasks import TasksManager
 
     canonical = TasksManager.map_from_synonym(name)

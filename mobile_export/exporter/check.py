@@ -19,7 +19,8 @@ from ..core.fsutil import sha256_file, write_json
 from ..core.progress import Progress, Silent
 from ..core.signature import resolve_max_len
 from ..core.thresholds import Thresholds
-from ..model.heads import HeadSpec, parse_head, with_head
+from ..core.heads import HeadSpec, parse_head
+from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..parity.arm64.cpus import ARM64_CPUS
 from ..parity.artifact import ArtifactResult, IsaRun, VsHost

@@ -17,7 +17,8 @@ from ..core.signature import resolve_max_len
 from ..core.tasks import get_task
 from ..core.thresholds import Thresholds
 from ..measure.budgets import Budget, resolve_budget
-from ..model.heads import parse_head, with_head
+from ..core.heads import parse_head
+from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..model.reference import Example, tokenize
 from ..parity.checker import ParitySource

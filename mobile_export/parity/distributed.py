@@ -30,7 +30,8 @@ class _Worker:
         import torch
 
         from ..core.quiet import quiet_libraries
-        from ..model.heads import HeadSpec, with_head
+        from ..core.heads import HeadSpec
+        from ..model.heads import with_head
         from ..model.loading import load_checkpoint
 
         quiet_libraries()

@@ -113,7 +113,7 @@ def open_export(folder: str | Path) -> ExportFolder:
         raise BadInputError(f"{path} is not a folder; pass the --out folder of mobile-export export")
     again = "export the folder again"
     manifest = Manifest.read(path)
-    from ..model.heads import HeadSpec, head_task
+    from ..core.heads import HeadSpec, head_task
 
     task = head_task(get_task(manifest.task), HeadSpec.from_manifest(manifest.head))
     artifacts = []

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from .compiler_free import call_exir, exir_attribute
 from .serializer import (
     SEGMENT_ALIGNMENT,
     aligned,
@@ -96,16 +97,16 @@ def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
 
 def _constant_sizes(program) -> dict[int, int]:
     """Bytes each constant buffer's tensor uses (its storage is padded to the segment's alignment)."""
-    from executorch.exir.tensor import num_bytes_from_shape_and_dtype, scalar_type_table
-
-    dtypes = {int(code): dtype for dtype, code in scalar_type_table.items()}
+    dtypes = {int(code): dtype for dtype, code in exir_attribute("tensor", "scalar_type_table").items()}
     sizes: dict[int, int] = {}
     for plan in program.execution_plan:
         for value in plan.values:
             t = value.val
             index = getattr(t, "data_buffer_idx", 0)
             if index > 0 and int(t.scalar_type) in dtypes:
-                used = num_bytes_from_shape_and_dtype(torch.Size(t.sizes), dtypes[int(t.scalar_type)])
+                used = call_exir(
+                    "tensor", "num_bytes_from_shape_and_dtype", torch.Size(t.sizes), dtypes[int(t.scalar_type)]
+                )
                 sizes[index] = max(sizes.get(index, 0), used)
     return sizes
 

@@ -2,7 +2,7 @@
 
 ExecuTorch 1.5.1 offers no public API to read a program's segments or to rewrite where they sit, so
 these come from ``executorch.exir._serialize``; ``tests/test_pte_serializer.py`` fails loudly when a new
-version changes them."""
+version changes them. What reads a file imports them without the compiler (``compiler_free``)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,18 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from .compiler_free import call_exir
+
 
 def extended_header(head: bytes) -> Any | None:
     """The extended header of a .pte (program size, where segments start and how many bytes they hold),
     or None when the file has none; ``head`` is the file's first 64 bytes or more."""
-    from executorch.exir._serialize._program import _get_extended_header
-
-    return _get_extended_header(head)
+    return call_exir("_serialize._program", "_get_extended_header", head)
 
 
 def program_of(flatbuffer: bytes) -> Any:
     """The program table (``executorch.exir.schema.Program``) of a .pte's flatbuffer part."""
-    from executorch.exir._serialize._program import _flatbuffer_to_program
-
-    return _flatbuffer_to_program(flatbuffer)
+    return call_exir("_serialize._program", "_flatbuffer_to_program", flatbuffer)
 
 
 def program_table(path: Path) -> tuple[Any | None, Any]:
@@ -63,9 +61,7 @@ SEGMENT_ALIGNMENT = 128  # ExecuTorch's default start alignment of a data segmen
 
 def aligned(size: int, alignment: int) -> int:
     """``size`` rounded up to a multiple of ``alignment``."""
-    from executorch.exir._serialize.padding import aligned_size
-
-    return aligned_size(size, alignment)
+    return call_exir("_serialize.padding", "aligned_size", size, alignment)
 
 
 def read_program(path: Path) -> Any:
@@ -78,13 +74,9 @@ def read_program(path: Path) -> Any:
 
 @functools.lru_cache(maxsize=2)
 def _read_cached(path: str, size: int, mtime_ns: int) -> Any:
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    return deserialize_pte_binary(Path(path).read_bytes())
+    return call_exir("_serialize._program", "deserialize_pte_binary", Path(path).read_bytes())
 
 
 def decompile_flatbuffer(out_dir: str, schema: str, binary: str) -> None:
     """Decode ``binary`` with ``schema`` into JSON under ``out_dir`` (the flatc ExecuTorch ships)."""
-    from executorch.exir._serialize._flatbuffer import _flatc_decompile
-
-    _flatc_decompile(out_dir, schema, binary)
+    call_exir("_serialize._flatbuffer", "_flatc_decompile", out_dir, schema, binary)
