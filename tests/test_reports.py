@@ -84,6 +84,30 @@ def test_parity_command_passes_on_its_own_checkpoint_and_report_regenerates(tiny
     assert code == 0 and (out / "report.md").read_text() == md and (out / "report.html").is_file()
 
 
+def test_parity_refuses_a_file_that_is_not_the_one_its_manifest_records(tiny_checkpoint, onnx_export, tmp_path,
+                                                                       capsys):
+    """8 bytes flipped in an exported .pte: parity names the file and both hashes and refuses (exit 2) before
+    running it, unless told to check it anyway; the untouched export beside it still passes."""
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(onnx_export, folder)
+    pte = folder / "model.pte"
+    data = bytearray(pte.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
+    pte.write_bytes(bytes(data))
+    recorded = json.loads((folder / "manifest.json").read_text())
+    sha = next(f["sha256"] for f in recorded["files"] if f["path"] == "model.pte")
+    code, _, err = _run(["parity", str(tiny_checkpoint()), str(pte), "--quiet"], capsys)
+    assert code == 2 and str(pte) in err and sha[:16] in err and "--ignore-manifest" in err, err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = _run(["parity", str(tiny_checkpoint()), str(pte), "--quiet", "--ignore-manifest"], capsys)
+    assert code in (0, 3) and "manifest" not in err, err  # checked as asked: the gate decides
+    code, _, err = _run(["parity", str(tiny_checkpoint()), str(folder / "model.onnx"), "--quiet"], capsys)
+    assert code == 0, err
+
+
 def test_wrong_artifact_fails_with_exit_3(tiny_checkpoint, onnx_export, tmp_path, capsys):
     """An artifact exported from a different checkpoint (other seed) must not pass."""
     out = tmp_path / "p"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import BadInputError
+from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import MANIFEST
 from ..core.fsutil import sha256_file, write_json
 
@@ -109,6 +109,29 @@ def file_entries(folder: Path, names: list[str]) -> tuple[FileEntry, ...]:
         for p in sorted(q for q in path.rglob("*") if q.is_file()) if path.is_dir() else [path]:
             entries.append(FileEntry.of(folder, p))
     return tuple(entries)
+
+
+def check_beside(files: list[Path], shown: str) -> None:
+    """Refuse an artifact whose files differ from what the manifest.json beside them records (ArtifactLoadError,
+    one line naming the file and both sha256); a folder without a readable manifest, or whose manifest does not
+    list the file, says nothing either way."""
+    folder = files[0].parent
+    try:
+        manifest = Manifest.read(folder)
+    except BadInputError:
+        return
+    for path in files:
+        listed = manifest.file(path.name)
+        if listed is None:
+            continue
+        actual = sha256_file(path)
+        if actual != listed.sha256:
+            what = shown if path == files[0] else f"{path} (part of {shown})"
+            raise ArtifactLoadError(
+                f"{what} has sha256 {actual[:16]}..., not the {listed.sha256[:16]}... the {MANIFEST} beside it "
+                "records (changed or corrupted after export); restore it or export again, or pass --ignore-manifest "
+                "to check it anyway"
+            )
 
 
 def recorded_head(folder: Path) -> dict | None:

@@ -183,6 +183,11 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
         "dotprod, SVE2+i8mm)",
     )
     pa.add_argument(
+        "--ignore-manifest",
+        action="store_true",
+        help="check an artifact whose bytes differ from what the manifest.json beside it records (refused otherwise)",
+    )
+    pa.add_argument(
         "--arm64-env",
         help="the prepared ARM64 environment (default $MOBILE_EXPORT_ARM64_ENV or ~/.cache/mobile-export/arm64)",
     )

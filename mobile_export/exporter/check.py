@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import backends
 from ..assets.labels import labels
-from ..assets.manifest import recorded_head
+from ..assets.manifest import check_beside, recorded_head
 from ..backends.base import ArtifactStats
 from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError, ExportFailedError, MobileExportError, ParityError
@@ -189,9 +189,12 @@ def parity_check(
 
 
 def _readable(given: list[Path], options: ParityOptions) -> tuple[list[Path], list[Quant]]:
-    """Each artifact checked before any runtime sees it, and its precision read, before the (slow) reference
-    run: (resolved paths, precisions)."""
+    """Each artifact checked before any runtime sees it (and against the manifest.json beside it, unless told
+    not to), and its precision read, before the (slow) reference run: (resolved paths, precisions)."""
     paths = [backends.open_artifact(p)[1] for p in given]
+    if not options.ignore_manifest:
+        for g, p in zip(given, paths):
+            check_beside(backends.artifact_files(p), str(g))
     quants = []
     for p in paths:
         try:

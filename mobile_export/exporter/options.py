@@ -146,6 +146,8 @@ class ParityOptions:
         ray_workers: workers on the cluster (default: one per CPU it has).
         isa: ``arm64`` also runs every artifact on the ARM64 builds of its runtime, emulated, for each of
             ``cpus`` (qemu CPU models), in the environment at ``arm64_env`` (default: the prepared one).
+        ignore_manifest: check an artifact whose bytes differ from what the manifest.json beside it records
+            (refused by default: it is not the file that export checked).
     """
 
     data: str | None = None
@@ -161,3 +163,4 @@ class ParityOptions:
     pooling: str | None = None
     normalize: bool = False
     arm64_env: str | None = None
+    ignore_manifest: bool = False
