@@ -183,10 +183,11 @@ def test_cli_run_fill_mask_top_k_and_text_after_options(exported, capsys):
 
 
 def _error(argv, capsys) -> tuple[int, str]:
+    """(exit code, the one line that says what is wrong); a text that cannot run is followed by the count line."""
     code = main(argv)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "Traceback" not in err and (len(lines) == 1 or len(lines) == 2 and "could not be run" in lines[1]), err
     return code, lines[0]
 
 
@@ -241,6 +242,52 @@ def test_run_refuses_a_changed_artifact(exported, tmp_path, capsys):
     assert code == 2 and "model.pte's sha256 is not the one manifest.json records" in line
     assert main(["run", str(copy), "--backend", "onnx", "text"]) == 0  # the untouched artifact still runs
     capsys.readouterr()
+
+
+def test_input_that_is_not_text_is_refused_and_a_stream_goes_on(exported, capsys, monkeypatch):
+    """An empty or blank text is a bad line, not a score; a stream names each bad line on stderr, runs the rest
+    and ends with exit 2; a text cut to the max length says so; options a task cannot use are refused."""
+    _, tc = exported("text-classification")
+    code, line = _error(["run", str(tc), ""], capsys)
+    assert code == 2 and "the text is empty" in line
+    monkeypatch.setattr("sys.stdin", io.StringIO("a good phone\n\n   \nbad battery\n"))
+    assert main(["run", str(tc), "--backend", "onnx", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert [json.loads(row)["text"] for row in out.splitlines()] == ["a good phone", "bad battery"]
+    assert "text 2 (''): the text is empty" in err and "text 3" in err and "2 of 4 texts could not be run" in err
+    _, fm = exported("fill-mask")
+    monkeypatch.setattr("sys.stdin", io.StringIO("no mask here\nthe [MASK] dog\n"))
+    assert main(["run", str(fm), "--backend", "onnx", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert [json.loads(row)["text"] for row in out.splitlines()] == ["the [MASK] dog"] and "needs a [MASK]" in err
+    long = "a good phone " * 100
+    assert main(["run", str(tc), "--backend", "onnx", "--json", long]) == 0
+    (row,) = [json.loads(r) for r in capsys.readouterr().out.splitlines()]
+    seen = load(tc, backend="onnx").max_length
+    assert row["truncated"]["tokens_seen"] == seen < row["truncated"]["tokens"]
+    assert main(["run", str(tc), "--backend", "onnx", long]) == 0
+    assert f"(cut to the export's max length: {seen} of" in capsys.readouterr().out
+    assert main(["run", str(tc), "--backend", "onnx", "--json", "short"]) == 0
+    assert "truncated" not in json.loads(capsys.readouterr().out)
+    code, line = _error(["run", str(tc), "--top-k", "3", "a good phone"], capsys)
+    assert code == 2 and "--top-k is for fill-mask" in line
+    code, line = _error(["run", str(tc), "--threads", "0", "a good phone"], capsys)
+    assert code == 2 and "--threads must be >= 1" in line
+
+
+def test_the_python_api_refuses_what_is_not_text(exported):
+    clf = load(exported("text-classification")[1], backend="onnx")
+    for bad, says in ((None, "pass a text \\(str\\) or a list of texts, not NoneType"), ("", "is empty"), (42, "not int")):
+        with pytest.raises(BadInputError, match=says):
+            clf(bad)
+    with pytest.raises(BadInputError, match="a context is for question-answering"):
+        clf.predict("a good phone", "a context")
+    qa = load(exported("question-answering")[1], backend="onnx")
+    with pytest.raises(BadInputError, match="the context must be a str") as exc:
+        qa.answer("Who paid?", None)  # type: ignore[arg-type]
+    assert "--context" not in str(exc.value)
+    with pytest.raises(BadInputError, match="threads 0"):
+        load(exported("text-classification")[1], backend="onnx", threads=0)
 
 
 def test_run_needs_the_task_inputs(exported, capsys):

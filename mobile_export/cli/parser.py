@@ -234,7 +234,7 @@ def _run_args(rn: argparse.ArgumentParser) -> None:
         "--context", help="question-answering: the context for every question (else question<TAB>context lines)"
     )
     rn.add_argument(
-        "--top-k", type=int, default=DEFAULT_TOP_K, help=f"fill-mask: candidates per [MASK] (default {DEFAULT_TOP_K})"
+        "--top-k", type=int, help=f"fill-mask: candidates per [MASK] (default {DEFAULT_TOP_K}; other tasks refuse it)"
     )
     rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
 

@@ -26,6 +26,8 @@ class Predictor:
     """One artifact of an export folder loaded in its runtime, with the export's tokenizer and labels."""
 
     def __init__(self, folder: ExportFolder, artifact: ArtifactEntry, threads: int | None = None) -> None:
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise BadInputError(f"threads {threads!r}: pass 1 or more (or None: the runtime's default)")
         self.folder = folder
         self.artifact = artifact
         self.task = folder.task
@@ -40,9 +42,21 @@ class Predictor:
         """The artifact's format."""
         return self.artifact.backend
 
+    def tokens(self, text: str, context: str | None = None) -> tuple[int, int]:
+        """(tokens the artifact sees, tokens ``text`` (with ``context``) has): fewer are seen where the text is
+        longer than the export's max length (the context is cut first)."""
+        from ..core.text import sanitize
+
+        _check_text(text, "text")
+        whole = len(self.tokenizer(sanitize(text), sanitize(context) if context is not None else None)["input_ids"])
+        return min(whole, self.max_length), whole
+
     def _encode(self, text: str, context: str | None = None) -> decoding.Encoded:
         from ..core.text import sanitize
 
+        _check_text(text, "question" if context is not None else "text")
+        if context is not None:
+            _check_text(context, "context")
         text = sanitize(text)
         if context is not None:  # only the context is truncated: the question must fit beside a part of it
             context = sanitize(context)
@@ -102,6 +116,7 @@ class Predictor:
     def answer(self, question: str, context: str) -> Answer:
         """question-answering: the answer to ``question`` in ``context`` (truncated to the max length)."""
         self._require("question-answering")
+        _check_text(context, "context")
         enc, (start, end, *_) = self._outputs(question, context)
         return decoding.answer(start[0], end[0], enc)
 
@@ -109,6 +124,9 @@ class Predictor:
         """fill-mask: the top ``top_k`` tokens at every ``[MASK]`` of ``text`` (a top-k head: at its first
         8 masks, at most its K)."""
         self._require("fill-mask")
+        if not isinstance(top_k, int) or top_k < 1:
+            raise BadInputError(f"top_k {top_k!r}: pass 1 or more")
+        _check_text(text, "text")
         mask = self.tokenizer.mask_token_id
         if mask is None or self.tokenizer.mask_token not in text:
             raise BadInputError(f"fill-mask needs a {self.tokenizer.mask_token or '[MASK]'} in the text: {text[:60]!r}")
@@ -128,8 +146,10 @@ class Predictor:
         kind = self.task.kind
         if self.task.name == "question-answering":
             if context is None:
-                raise BadInputError("question-answering needs a context: pass --context or question<TAB>context lines")
+                raise BadInputError("question-answering needs a context: predict(question, context) or answer(...)")
             return self.answer(text, context)
+        if context is not None:
+            raise BadInputError(f"a context is for question-answering exports; this one is {self.task.name}")
         if kind is OutputKind.SEQUENCE_LOGITS:
             return self.classify(text)
         if self.task.name == "fill-mask":
@@ -149,6 +169,8 @@ class Predictor:
         (with, for question answering, a list of contexts of the same length) a list of results."""
         if isinstance(text, str):
             return self.predict(text, context)
+        if not isinstance(text, (list, tuple)):
+            raise BadInputError(f"pass a text (str) or a list of texts, not {type(text).__name__}")
         texts = list(text)
         if not all(isinstance(t, str) for t in texts):
             raise BadInputError("pass a text or a list of texts (str)")
@@ -165,6 +187,14 @@ class Predictor:
 
     def _token(self, token_id: int) -> str:
         return self.tokenizer.decode([token_id])
+
+
+def _check_text(text: object, what: str) -> None:
+    """BadInputError unless ``text`` is a string with something in it."""
+    if not isinstance(text, str):
+        raise BadInputError(f"the {what} must be a str, not {type(text).__name__}")
+    if not text.strip():
+        raise BadInputError(f"the {what} is empty: pass a non-empty {what}")
 
 
 def load(out_dir: str | os.PathLike, backend: Backend | str | None = None, threads: int | None = None) -> Predictor:
