@@ -10,6 +10,7 @@ import os
 import pickle
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -211,6 +212,10 @@ _TOOLS = {
     "chromium": ("the HTML report rendering test",
                  lambda: any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")),
                  "apt-get install -y chromium"),
+    "cjk-font": ("the check that Chinese text in a report renders as glyphs",
+                 lambda: shutil.which("fc-list") is not None and subprocess.run(
+                     ["fc-list", ":lang=zh"], capture_output=True, text=True).stdout.strip() != "",
+                 "apt-get install -y fonts-wqy-microhei"),
 }
 
 

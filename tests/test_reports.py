@@ -141,8 +141,51 @@ def test_html_report_renders_in_headless_chromium(onnx_export):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'data-rendered="ok"' in proc.stdout, proc.stdout[:500]
     assert len(re.findall(r"<img ", proc.stdout)) >= 7 and proc.stdout.count("<table>") >= 4
+    assert proc.stdout.count("verdict: ") == 1  # said once
     console_errors = [l for l in proc.stderr.splitlines() if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
     assert not console_errors, console_errors
+
+
+@pytest.mark.needs_tool("chromium")
+@pytest.mark.needs_tool("cjk-font")
+def test_chinese_text_renders_as_glyphs_in_the_report_font(tmp_path):
+    """Two different Chinese strings in the report's font stack render as two different images: glyphs, not the
+    same empty boxes (which is what Chromium draws where no CJK font is installed)."""
+    from mobile_export.reports.render import CSS
+
+    shots = []
+    for i, text in enumerate(("这个手机很好用", "质量太差了不要买")):
+        page = tmp_path / f"{i}.html"
+        page.write_text(f"<html><head><meta charset='utf-8'><style>{CSS}</style></head><body><p>{text}</p>"
+                        "</body></html>", encoding="utf-8")
+        shot = tmp_path / f"{i}.png"
+        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                        "--window-size=400,120", page.as_uri()], capture_output=True, timeout=120)
+        shots.append(shot.read_bytes())
+    assert shots[0] != shots[1]
+
+
+def test_report_size_table_says_what_size_says_and_merges_an_exact_emulation(onnx_export, capsys):
+    """The report's size rows split other constants from format overhead as ``size`` does, with the same figures;
+    the depth plot draws a real series and the emulation it equals as one line."""
+    from mobile_export.reports.charts import _distinct
+    from mobile_export.reports.records import DepthSeries
+
+    md = (onnx_export / "report.md").read_text()
+    report = json.loads((onnx_export / "report.json").read_text())
+    size = next(a["size"] for a in report["artifacts"] if a["file"] == "model.onnx")
+    code, out, _ = _run(["size", str(onnx_export / "model.onnx"), "--no-memory"], capsys)
+    assert code == 0
+    overhead = size["overhead_bytes"] - size["other_constants_bytes"]
+    assert f"{'format overhead':<26}{overhead:>14,} B" in out, out
+    assert f"| format overhead | {overhead:,} |" in md and f"| other constants | {size['other_constants_bytes']:,} |" in md
+    emulated = DepthSeries("ONNX Runtime (per tensor), emulated", False, (30.0, 29.0))
+    real = DepthSeries("model.onnx, real", True, (30.05, 28.95))
+    other = DepthSeries("model.pte, real", True, (31.0, 29.0))
+    drawn = _distinct([emulated, real, other])
+    assert [s.label for s in drawn] == ["model.onnx, real = ONNX Runtime (per tensor), emulated (within 0.1 dB)",
+                                        "model.pte, real"]
+    assert _distinct([emulated, DepthSeries("x, real", True, (30.5, 29.0))])[0] == emulated  # 0.5 dB apart: both
 
 
 def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):

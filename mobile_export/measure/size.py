@@ -334,7 +334,8 @@ def format_entry(e: SizeEntry) -> str:
             f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "
             f"{m['model_rss_bytes'] / e['bytes']:.2f}x the file (private {mib(m['private_bytes'])}, "
             f"artifact pages {mib(m['artifact_bytes'])}); runtime library code touched "
-            f"{mib(m['library_bytes'])}; process peak {mib(m['peak_rss_bytes'], 0)}"
+            f"{mib(m['library_bytes'])}; peak RSS of the measuring process (its runtime libraries included) "
+            f"{mib(m['peak_rss_bytes'], 0)}"
         )
     for b in e.get("budgets", []):
         verdict = "within" if b["within"] else f"OVER by {b['over_bytes']:,} B"

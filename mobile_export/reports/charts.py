@@ -6,7 +6,7 @@ import base64
 import io
 
 from ..measure.size import GROUPS
-from .records import ReportRecord, depth_series
+from .records import DepthSeries, ReportRecord, depth_series
 
 
 def _figure_png(fig) -> str:
@@ -16,6 +16,34 @@ def _figure_png(fig) -> str:
 
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+SAME_DB = 0.1  # a real series this close to an emulated one at every depth is drawn as one line
+
+
+def _distinct(series: list[DepthSeries]) -> list[DepthSeries]:
+    """The series to draw: an emulated one that a real one matches at every depth (the emulation is that exact)
+    is not drawn again; the real one says so in its label."""
+    out, shown = [], list(series)
+    for s in series:
+        twin = next(
+            (
+                m
+                for m in series
+                if m.measured
+                and not s.measured
+                and len(m.sqnr_db) == len(s.sqnr_db)
+                and all(a is not None and b is not None and abs(a - b) <= SAME_DB for a, b in zip(m.sqnr_db, s.sqnr_db))
+            ),
+            None,
+        )
+        if twin is not None:
+            shown[series.index(twin)] = DepthSeries(
+                f"{twin.label} = {s.label} (within {SAME_DB} dB)", True, twin.sqnr_db
+            )
+            continue
+        out.append(s)
+    return [shown[series.index(s)] for s in out]
 
 
 def plots(report: ReportRecord) -> list[tuple[str, str]]:
@@ -57,7 +85,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
     series = depth_series(report.diagnosis or {}, report.repair or {})
     if series:
         fig, ax = plt.subplots(figsize=(5.2, 3.4))
-        for s in series:
+        for s in _distinct(series):
             depths = [k + 1 for k, v in enumerate(s.sqnr_db) if v is not None]
             ax.plot(
                 depths,
@@ -71,7 +99,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
         ax.set_xlabel("depth (runs of the shared layer)")
         ax.set_ylabel("hidden state SQNR vs fp32 (dB)")
         ax.set_title("int8 error by depth")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
         out.append(("int8 error by depth: the hidden state after each run of the shared layer", _figure_png(fig)))
     sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:

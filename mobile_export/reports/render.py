@@ -105,6 +105,10 @@ ISA_HEAD = [
 ]
 
 
+# the peak of the fresh process that loads and runs the artifact: the runtime's libraries and (.pte) torch count
+PEAK_LABEL = "peak RSS of the measuring process (its runtime libraries included)"
+
+
 def _preserved(verdict: bool | None) -> str:
     return "preserved" if verdict else "NOT preserved"
 
@@ -179,7 +183,11 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
         rows = [[g] + [f"{(s.get('groups') or {})[g]:,}" for _, s in sized] for g in GROUPS]
-        rows.append(["format overhead"] + [f"{s.get('overhead_bytes', 0):,}" for _, s in sized])
+        rows.append(["other constants"] + [f"{s.get('other_constants_bytes', 0):,}" for _, s in sized])
+        rows.append(
+            ["format overhead"]
+            + [f"{s.get('overhead_bytes', 0) - s.get('other_constants_bytes', 0):,}" for _, s in sized]
+        )
         rows.append(["deflate-compressed"] + [f"{s.get('deflate_bytes', 0):,}" for _, s in sized])
         rows.append(["sharing on disk"] + [_preserved(s.get("sharing_preserved")) for _, s in sized])
         if all(s.get("memory_sharing_preserved") is not None for _, s in sized):
@@ -189,7 +197,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
             measured = [(m, s) for m, (_, s) in zip(mem, sized) if m is not None]
             rows.append(["model RAM (load + run)"] + [mib(m.model_rss_bytes) for m, _ in measured])
             rows.append(["RAM / file"] + [f"{m.model_rss_bytes / s.get('bytes', 0):.2f}x" for m, s in measured])
-            rows.append(["process peak RSS"] + [mib(m.peak_rss_bytes, 0) for m, _ in measured])
+            rows.append([PEAK_LABEL] + [mib(m.peak_rss_bytes, 0) for m, _ in measured])
         out.append(("Size (bytes)", ["part"] + [a.file for a, _ in sized], rows))
     return out
 
@@ -330,6 +338,13 @@ def _summary_lines(report: ReportRecord) -> list[str]:
         )
     gates = sorted({g for a in report.artifacts for g in a.parity.thresholds.explain()})
     lines += [f"- gate: {g}" for g in gates]
+    ungated = [a for a in report.artifacts if a.parity.thresholds.min_cosine is None and a.parity.min_cosine < 0.99]
+    if ungated:
+        lines.append(
+            f"- min cosine ({', '.join(f'{a.file} {a.parity.min_cosine:.3f}' for a in ungated)}) is reported, not "
+            "gated, for logits: an example whose few outputs (two logits) are all near zero turns its vector with a "
+            "small error; the gates judge each example's error against the typical example's output power instead"
+        )
     h = report.host
     if h:
         lines.append(
@@ -356,10 +371,20 @@ def markdown(report: dict) -> str:
     return "\n".join(out)
 
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;
+# CJK fonts by name after the system's: the worst examples of a Chinese model are Chinese (Debian: fonts-noto-cjk or
+# fonts-wqy-microhei; macOS PingFang; Windows Microsoft YaHei), and without one they show as empty boxes
+FONT_STACK = (
+    "system-ui,'Noto Sans','Noto Sans CJK SC','Source Han Sans SC','WenQuanYi Micro Hei','PingFang SC',"
+    "'Microsoft YaHei',sans-serif"
+)
+CSS = (
+    "body{font-family:"
+    + FONT_STACK
+    + """;margin:2em;max-width:1100px}table{border-collapse:collapse;
 margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}
 th{background:#f3f3f3}.pass{color:#070}.fail{color:#b00}figure{display:inline-block;margin:0 1em 1em 0}
 figcaption{font-size:12px;color:#555}"""
+)
 
 
 def html_report(report: dict) -> str:
@@ -375,6 +400,8 @@ def html_report(report: dict) -> str:
         "<ul>",
     ]
     for line in _summary_lines(record):
+        if line.startswith("- verdict:"):  # said once, below the list
+            continue
         text = (
             e(line[2:]).replace("**PASS**", "<b class='pass'>PASS</b>").replace("**FAIL**", "<b class='fail'>FAIL</b>")
         )
