@@ -77,7 +77,9 @@ def build_tiny_checkpoint(
         tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_*) or ``sentencepiece`` (spiece.model).
         seed: torch seed for the weights.
         texts: text to build the vocabulary from; the built-in parity text by default.
-        config_overrides: AlbertConfig fields to change (num_hidden_layers, hidden_size, ...).
+        config_overrides: AlbertConfig fields to change (num_hidden_layers, hidden_size, ...); and
+            ``wordpiece_size`` (a WordPiece vocabulary padded to that many entries with ``[unusedN]``) or
+            ``sp_vocab_size`` (the SentencePiece model's size).
 
     Returns:
         ``dest`` as a Path.
@@ -90,7 +92,10 @@ def build_tiny_checkpoint(
     dest.mkdir(parents=True, exist_ok=True)
     texts = list(texts or builtin_texts())
     if tokenizer == "wordpiece":
-        (dest / "vocab.txt").write_text("\n".join(_wordpiece_vocab(texts)) + "\n", encoding="utf-8")
+        vocab = _wordpiece_vocab(texts)
+        # a larger vocabulary (up to albert-base's 30,000) as BERT's vocabularies grow one: unused slots
+        vocab += [f"[unused{i}]" for i in range(int(config_overrides.pop("wordpiece_size", 0)) - len(vocab))]
+        (dest / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
         tok = BertTokenizer.from_pretrained(str(dest))
     elif tokenizer == "sentencepiece":
         train_sentencepiece(texts * 4, dest / "spiece", vocab_size=int(config_overrides.pop("sp_vocab_size", 200)))
