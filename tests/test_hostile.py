@@ -57,7 +57,7 @@ CASES = {
     "no-config": (lambda d: (d / "config.json").unlink(), "no config.json"),
     "config-not-json": (lambda d: (d / "config.json").write_text("{nope"), "not valid JSON"),
     "config-a-list": (lambda d: (d / "config.json").write_text("[1, 2]"), "config.json"),
-    "model-type-bert": (lambda d: _cfg(d, model_type="bert"), "model_type 'bert' is not supported; supported: albert"),
+    "model-type-gpt2": (lambda d: _cfg(d, model_type="gpt2"), "model_type 'gpt2' is not supported; supported: albert"),
     "model-type-missing": (lambda d: _cfg(d, model_type=None), "model_type"),
     "unknown-architecture": (lambda d: _cfg(d, architectures=["AlbertForTimeTravel"]), "AlbertForTimeTravel"),
     "no-weights": (lambda d: (d / "model.safetensors").unlink(), "has no weights"),

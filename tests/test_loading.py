@@ -93,7 +93,7 @@ def test_remote_code_is_refused(tiny_checkpoint, tmp_path):
 @pytest.mark.parametrize("breakage,match", [
     ("no-config", "no config.json"),
     ("bad-json", "not valid JSON"),
-    ("bert", "model_type 'bert' is not supported; supported: albert"),
+    ("gpt2", "model_type 'gpt2' is not supported; supported: albert, bert, electra, distilbert"),
     ("no-weights", "has no weights"),
     ("no-tokenizer", "has no tokenizer"),
 ])

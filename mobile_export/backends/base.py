@@ -44,13 +44,15 @@ class Plan:
         """The example inputs a lowering traces with (``Signature.example_shape``)."""
         from ..model.reference import example_inputs
 
-        return example_inputs(*self.signature.example_shape(self.max_len, self.dynamic_batch), self.vocab_size)
+        inputs = example_inputs(*self.signature.example_shape(self.max_len, self.dynamic_batch), self.vocab_size)
+        return inputs[: len(self.signature.inputs)]
 
 
 class ExportStats(TypedDict, total=False):
     """Facts of a lowering, written to report.json's ``stats``; each format fills the keys it has."""
 
     int4: dict[str, Any]  # 4-bit weights: group size, kernel, padded widths, counts (both formats)
+    inputs: list[str]  # the model inputs the artifact takes, where not all of INPUT_NAMES (DistilBERT's)
     # .pte
     shared_stored_bytes: int  # XNNPACK weights pointed at equal program constants (tied tables)
     rewritten_for_xnnpack: dict[str, int]  # modules rewritten into ops XNNPACK takes, by kind

@@ -38,13 +38,20 @@ class Signature:
 
 
 ENCODER = Signature()
+MIN_INPUTS = 2  # every family takes input_ids and attention_mask; DistilBERT nothing more
+
+
+def is_signature(names: list[str]) -> bool:
+    """Whether ``names``, in order, are the inputs of some family's export (a prefix of ``INPUT_NAMES``)."""
+    return MIN_INPUTS <= len(names) <= len(INPUT_NAMES) and tuple(names) == INPUT_NAMES[: len(names)]
 
 
 def not_an_export(shown: str, found: str) -> ArtifactLoadError:
     """The one-line error for a well-formed file whose interface is not that of an export."""
     return ArtifactLoadError(
-        f"{shown} is not an ALBERT export of mobile-export: {found}; an export takes "
-        f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]); pass a file written by mobile-export export"
+        f"{shown} is not an export of mobile-export: {found}; an export takes "
+        f"{', '.join(INPUT_NAMES)} (int64, [batch, seq]; DistilBERT's the first two); pass a file written by "
+        "mobile-export export"
     )
 
 

@@ -73,7 +73,7 @@ def get_task(name: str) -> TaskSpec:
 
     canonical = TasksManager.map_from_synonym(name)
     if canonical not in _TASKS:
-        raise UnsupportedError(f"task '{name}' is not supported for ALBERT; supported: {', '.join(_TASKS)}")
+        raise UnsupportedError(f"task '{name}' is not supported; supported: {', '.join(_TASKS)}")
     return _TASKS[canonical]
 
 
@@ -101,8 +101,8 @@ def infer_task(architectures: list[str] | None) -> str:
     )
 
 
-def model_class_for(task: str) -> type:
-    """The transformers Auto class optimum uses for this task."""
+def model_class_for(task: str, model_type: str = "albert") -> type:
+    """The transformers class optimum uses for this task and model type."""
     from optimum.exporters.tasks import TasksManager
 
-    return TasksManager.get_model_class_for_task(get_task(task).name, model_type="albert")
+    return TasksManager.get_model_class_for_task(get_task(task).name, model_type=model_type)

@@ -1,6 +1,7 @@
-"""Tiny seeded ALBERT checkpoints built in code: for tests and for the demo when no trained model is at hand.
+"""Tiny seeded checkpoints built in code (ALBERT, and BERT, ELECTRA, DistilBERT): for tests and for the demo when
+no trained model is at hand.
 
-``python -m mobile_export.demo.tiny DEST [--task T] [--tokenizer wordpiece|sentencepiece] [--seed N]``
+``python -m mobile_export.demo.tiny DEST [--family F] [--task T] [--tokenizer wordpiece|sentencepiece] [--seed N]``
 """
 
 from __future__ import annotations
@@ -13,11 +14,22 @@ from ..parity.texts import builtin_texts
 
 SPECIALS_WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _ARCH = {
-    "text-classification": "AlbertForSequenceClassification",
-    "token-classification": "AlbertForTokenClassification",
-    "question-answering": "AlbertForQuestionAnswering",
-    "fill-mask": "AlbertForMaskedLM",
-    "feature-extraction": "AlbertModel",
+    "text-classification": "ForSequenceClassification",
+    "token-classification": "ForTokenClassification",
+    "question-answering": "ForQuestionAnswering",
+    "fill-mask": "ForMaskedLM",
+    "feature-extraction": "Model",
+}
+_PREFIX = {"albert": "Albert", "bert": "Bert", "electra": "Electra", "distilbert": "DistilBert"}
+# DistilBERT's config names the same sizes otherwise
+_DISTILBERT_NAMES = {
+    "hidden_size": "dim",
+    "num_hidden_layers": "n_layers",
+    "num_attention_heads": "n_heads",
+    "intermediate_size": "hidden_dim",
+    "hidden_act": "activation",
+    "hidden_dropout_prob": "dropout",
+    "attention_probs_dropout_prob": "attention_dropout",
 }
 
 
@@ -67,17 +79,21 @@ def build_tiny_checkpoint(
     tokenizer: str = "wordpiece",
     seed: int = 0,
     texts: list[str] | None = None,
+    family: str = "albert",
     **config_overrides,
 ) -> Path:
-    """Write a seeded, randomly initialised ALBERT checkpoint folder (config, safetensors, tokenizer).
+    """Write a seeded, randomly initialised checkpoint folder (config, safetensors, tokenizer) of ``family``.
 
     Args:
         dest: folder to create.
         task: one of the supported tasks; decides the architecture and head.
-        tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_*) or ``sentencepiece`` (spiece.model).
+        tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_* and every BERT) or ``sentencepiece``
+            (spiece.model, ALBERT's).
         seed: torch seed for the weights.
         texts: text to build the vocabulary from; the built-in parity text by default.
-        config_overrides: AlbertConfig fields to change (num_hidden_layers, hidden_size, ...); and
+        family: ``albert``, ``bert``, ``electra`` or ``distilbert``.
+        config_overrides: config fields to change (num_hidden_layers, hidden_size, ... in BERT's names for every
+            family); and
             ``wordpiece_size`` (a WordPiece vocabulary padded to that many entries with ``[unusedN]``) or
             ``sp_vocab_size`` (the SentencePiece model's size).
 
@@ -86,7 +102,7 @@ def build_tiny_checkpoint(
     """
     import torch
     import transformers
-    from transformers import AlbertConfig, AlbertTokenizer, BertTokenizer
+    from transformers import AlbertTokenizer, AutoConfig, BertTokenizer
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -126,26 +142,35 @@ def build_tiny_checkpoint(
             id2label={0: "negative", 1: "neutral", 2: "positive"},
             label2id={"negative": 0, "neutral": 1, "positive": 2},
         )
+    if family != "albert":  # BERT's own activation; only ELECTRA of the others has an embedding width of its own
+        params["hidden_act"] = "gelu"
+        if family != "electra":
+            params.pop("embedding_size")
     params.update(config_overrides)
-    config = AlbertConfig(**params)
-    config.architectures = [_ARCH[task]]
+    if family == "distilbert":
+        params = {_DISTILBERT_NAMES.get(k, k): v for k, v in params.items() if k != "type_vocab_size"}
+        params.update(seq_classif_dropout=0.0, qa_dropout=0.0)
+    config = AutoConfig.for_model(family, **params)
+    architecture = _PREFIX[family] + _ARCH[task]
+    config.architectures = [architecture]
     torch.manual_seed(seed)
-    model = getattr(transformers, _ARCH[task])(config).eval()
+    model = getattr(transformers, architecture)(config).eval()
     model.save_pretrained(str(dest), safe_serialization=True)
     cfg = json.loads((dest / "config.json").read_text())
-    assert cfg["model_type"] == "albert"
+    assert cfg["model_type"] == family
     return dest
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mobile_export.demo.tiny", description=__doc__)
     p.add_argument("dest")
+    p.add_argument("--family", default="albert", choices=sorted(_PREFIX))
     p.add_argument("--task", default="text-classification", choices=sorted(_ARCH))
     p.add_argument("--tokenizer", default="wordpiece", choices=["wordpiece", "sentencepiece"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, default=2)
     a = p.parse_args(argv)
-    path = build_tiny_checkpoint(a.dest, a.task, a.tokenizer, a.seed, num_hidden_layers=a.layers)
+    path = build_tiny_checkpoint(a.dest, a.task, a.tokenizer, a.seed, family=a.family, num_hidden_layers=a.layers)
     print(path)
     return 0
 

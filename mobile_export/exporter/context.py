@@ -102,4 +102,5 @@ class ExportRun:
             options=self.options.format_options(backend),
             group_size=self.int4_group_size,
             keep=keep,
+            signature=self.loaded.family.signature,
         )

@@ -16,6 +16,7 @@ from ..core import interrupts
 from ..core.choices import Backend, Quant
 from ..core.errors import ExportFailedError, MobileExportError, first_line
 from ..core.fsutil import disk_error
+from ..core.signature import INPUT_NAMES
 from ..model.loading import LoadedModel
 from ..model.reference import ExportWrapper
 from .context import ExportRun
@@ -63,4 +64,6 @@ def lower(run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tupl
             raise disk from exc
         what = f"{type(exc).__name__}: {first_line(exc)}"
         raise ExportFailedError(f"{backend.value} export failed: {what}; rerun with --debug for the traceback") from exc
+    if plan.signature.inputs != INPUT_NAMES:  # a family with other inputs (DistilBERT): the manifest says which
+        stats["inputs"] = list(plan.signature.inputs)
     return Lowered(backend, dest, stats, time.monotonic() - t0)

@@ -20,17 +20,11 @@ from quantize.schemes import table_group_size
 
 from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Backend, Quant
 from ..core.figures import mib
+from ..model.families import FAMILIES, Family, family_of
 from .budgets import Budget, budget_verdict
 from .memory import measure as measure_memory
 
-GROUPS = (
-    "word embeddings",
-    "position/type embeddings",
-    "embedding projection",
-    "shared encoder layer",
-    "pooler",
-    "task head",
-)
+GROUPS = FAMILIES["albert"].size_parts  # ALBERT's parts; another family's are its ``size_parts``
 # ---------------------------------------------------------------------------------------------- blobs
 
 
@@ -44,44 +38,36 @@ def artifact_blobs(path: Path) -> tuple[list[bytes], int]:
 # ------------------------------------------------------------------------------------------- params
 
 
-def _group(name: str) -> str:
-    if "word_embeddings" in name:
-        return "word embeddings"
-    if ".embeddings." in f".{name}":
-        return "position/type embeddings"
-    if "embedding_hidden_mapping_in" in name:
-        return "embedding projection"
-    if "albert_layer_groups" in name:
-        return "shared encoder layer"
-    if "pooler" in name:
-        return "pooler"
-    return "task head"
-
-
 def _meta_model(model_info: dict):
+    """(the model a report's summary describes, built on the meta device; its config)."""
     import torch
     import transformers
 
     cfg = dict(model_info["config"])
     num_labels = cfg.pop("num_labels", None) or 2
-    config = transformers.AlbertConfig(  # type: ignore[call-arg]  # num_labels goes to PretrainedConfig
-        **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels
+    family = family_of(model_info.get("model_type") or "albert")
+    config = transformers.AutoConfig.for_model(
+        family.model_types[0], **{k: v for k, v in cfg.items() if v is not None}, num_labels=num_labels
     )
-    cls = getattr(transformers, model_info.get("architecture") or "AlbertModel")
+    cls = getattr(transformers, model_info.get("architecture") or type(config).__name__.replace("Config", "Model"))
     with torch.device("meta"):
         return cls(config), config
 
 
 def parameter_counts(model, config) -> dict:
-    """Unique parameters of a (meta) model, and how many there would be with every layer stored separately."""
+    """Unique parameters of a (meta) model, and how many there would be with every layer stored separately
+    (ALBERT's shared layer groups once per depth; another family's layers are each stored once)."""
+    family = family_of(config.model_type)
     unique = sum(p.numel() for p in model.parameters())
-    layer = sum(p.numel() for n, p in model.named_parameters() if "albert_layer_groups" in n)
-    per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
-    unshared = unique - layer + config.num_hidden_layers * config.inner_group_num * per_layer
+    layer = sum(p.numel() for n, p in model.named_parameters() if family.part_of(n) == family.layer_part)
+    unshared = unique
+    if family.shared:
+        per_layer = layer // max(1, config.num_hidden_groups * config.inner_group_num)
+        unshared = unique - layer + config.num_hidden_layers * config.inner_group_num * per_layer
     return {
         "unique": int(unique),
         "unshared": int(unshared),
-        "shared_layer": int(layer),
+        "shared_layer": int(layer),  # (another family: every layer's)
         "layers": int(config.num_hidden_layers),
         "ratio": round(unshared / unique, 2),
     }
@@ -119,8 +105,9 @@ def _slots(
     """(group, byte size) of every blob the model's parameters would become, one entry each (the Linears
     ``fp32_linears`` kept fp32 by a repair)."""
     slots = []
+    family = family_of(model.config.model_type)
     for name, p in model.named_parameters():
-        group = _group(name)
+        group = family.part_of(name)
         matrix = p.dim() == 2 and "position" not in name and "token_type" not in name  # what quantization takes
         matrix = matrix and name.removesuffix(".weight") not in fp32_linears
         if quant == "int4" and matrix:
@@ -138,7 +125,7 @@ def _slots(
         else:
             slots.append((group, p.numel() * 4))
     for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants
-        slots.append((_group(name), buf.numel() * buf.element_size()))
+        slots.append((family.part_of(name), buf.numel() * buf.element_size()))
     return slots
 
 
@@ -209,10 +196,11 @@ def breakdown(
     groups, extra_copies, unmatched = _match(blobs, model, quant, int8_embeddings, group_size, xnnpack, fp32_linears)
     counts = parameter_counts(model, config)
     tied = tied_embeddings(model)
-    preserved, verdict = _sharing_verdict(groups, extra_copies, counts, tied)
+    family = family_of(config.model_type)
+    preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied)
     out.update(
         {
-            "groups": {g: int(groups[g]) for g in GROUPS},
+            "groups": {g: int(groups[g]) for g in family.size_parts},
             **({"int4_group_size": stored_group} if stored_group else {}),
             "other_constants_bytes": int(unmatched),
             "delegate_graph_bytes": int(graph_bytes),
@@ -264,17 +252,25 @@ def _match(
     return groups, extra_copies, unmatched
 
 
-def _sharing_verdict(groups: Counter, extra_copies: Counter, counts: dict, tied: bool) -> tuple[bool, str]:
-    """(shared weights stored once, the verdict sentence). Stored once: no blob beyond one copy of each layer
-    parameter, and (tied word embeddings) no second copy of the table: the decoder's weight is no slot of its
-    own then, so a decoder stored apart is an extra copy of the word embeddings."""
-    layer_bytes = groups["shared encoder layer"]
+def _sharing_verdict(
+    family: Family, groups: Counter, extra_copies: Counter, counts: dict, tied: bool
+) -> tuple[bool, str]:
+    """(every weight stored once, the verdict sentence). Stored once: no blob beyond one copy of each layer
+    parameter (ALBERT's shared layer whatever the depth; another family's each layer), and (tied word embeddings)
+    no second copy of the table: the decoder's weight is no slot of its own then, so a decoder stored apart is
+    an extra copy of the word embeddings."""
+    part = family.layer_part
+    layer_bytes = groups[part]
     problems = []
-    if extra_copies["shared encoder layer"] or not layer_bytes:
-        problems.append(f"{extra_copies['shared encoder layer']:,} B of extra copies of the shared layer")
+    what = "the shared layer" if family.shared else "the layers"
+    if extra_copies[part] or not layer_bytes:
+        problems.append(f"{extra_copies[part]:,} B of extra copies of {what}")
     if tied and extra_copies["word embeddings"]:
         problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
-    once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
+    if family.shared:
+        once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
+    else:
+        once = f"each of the {counts['layers']} layers is stored once ({layer_bytes:,} B in all)"
     if tied:
         once += "; the tied word-embedding table is stored once for the lookup and the decoder"
     if problems:
@@ -311,8 +307,7 @@ def format_entry(e: SizeEntry) -> str:
     lines = [f"{e['file']}: {_mb(e['bytes'])}; deflate-compressed {_mb(e['deflate_bytes'])}"]
     groups = e.get("groups")
     if groups:
-        for g in GROUPS:
-            v = groups[g]
+        for g, v in groups.items():
             lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
         lines.append(
@@ -320,10 +315,8 @@ def format_entry(e: SizeEntry) -> str:
             + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else "")
         )
         p = e["parameters"]
-        lines.append(
-            f"  parameters: {p['unique']:,} unique; {p['unshared']:,} if the {p['layers']} layers were "
-            f"not shared ({p['ratio']}x)"
-        )
+        shared = f"; {p['unshared']:,} if the {p['layers']} layers were not shared ({p['ratio']}x)"
+        lines.append(f"  parameters: {p['unique']:,} unique" + (shared if p["unshared"] != p["unique"] else ""))
         lines.append(f"  sharing: {e['sharing_verdict']}")
     lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
     if e.get("memory_sharing_verdict"):

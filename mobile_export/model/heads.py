@@ -27,6 +27,7 @@ import torch
 from ..core.errors import BadInputError
 from ..core.heads import POOLED_OUTPUTS, REFERENCE_EXTRAS, TOPK_OUTPUTS, HeadSpec, head_task
 from ..core.signature import MASK_SLOTS
+from .families import Family
 
 
 class TopKMasked(torch.nn.Module):
@@ -87,42 +88,43 @@ class PoolingHead(torch.nn.Module):
 
 
 class PhoneModel(torch.nn.Module):
-    """A transformers ALBERT with its head replaced by a phone head; called like the transformers model
+    """A transformers encoder model with its head replaced by a phone head; called like the transformers model
     (0/1 or additive attention mask), returns a dict of the head's outputs. ``stages.cut`` cuts it into
-    the layer loop like any ALBERT (its base model is the original's)."""
-
-    base_model_prefix = "albert"
+    the layer loop like any model of its family (its base model is the original's, under the original's name,
+    so that its parameters keep their names)."""
 
     def __init__(self, model: Any, head: torch.nn.Module) -> None:
         super().__init__()
-        self.albert = model.base_model
+        self.base_model_prefix = model.base_model_prefix
+        self.add_module(self.base_model_prefix, model.base_model)
         self.head = head
         self.config = model.config
         self.architecture = type(model).__name__  # what reports name (the weights are that model's)
 
     @property
     def base_model(self) -> torch.nn.Module:
-        """The ALBERT encoder (transformers' name for it)."""
-        return self.albert
+        """The encoder (transformers' name for it)."""
+        return self.get_submodule(self.base_model_prefix)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         keep = (attention_mask[:, 0, 0, :] == 0).to(torch.int64) if attention_mask.dim() == 4 else attention_mask
-        hidden = self.albert(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).last_hidden_state
+        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        hidden = self.base_model(input_ids=input_ids, attention_mask=attention_mask, **types).last_hidden_state
         given = {"input_ids": input_ids, "attention_mask": keep}
         outs = self.head(hidden, *[given[n] for n in self.head.head_inputs])
         return dict(zip([*self.head.output_names, *REFERENCE_EXTRAS], outs))
 
 
-def build_head(model: Any, spec: HeadSpec, mask_id: int | None) -> torch.nn.Module:
-    """``model`` (transformers) with the head of ``spec``; the model itself for ``full``."""
+def build_head(model: Any, spec: HeadSpec, mask_id: int | None, family: Family) -> torch.nn.Module:
+    """``model`` (transformers, of ``family``) with the head of ``spec``; the model itself for ``full``."""
     if spec.kind == "topk":
         if mask_id is None:
             raise BadInputError("--head topk needs a tokenizer with a [MASK] token")
-        return PhoneModel(model, TopKMasked(model.predictions, mask_id, spec.k)).eval()
+        mlm = family.mlm_modules(model)  # ALBERT's is one module, kept as it is (its parameters' names too)
+        predictions = mlm[0] if len(mlm) == 1 else torch.nn.Sequential(*mlm)
+        return PhoneModel(model, TopKMasked(predictions, mask_id, spec.k)).eval()
     if spec.kind == "pool":
         return PhoneModel(model, PoolingHead(spec.pooling, spec.normalize)).eval()
     return model
@@ -133,4 +135,5 @@ def with_head(loaded: Any, spec: HeadSpec) -> Any:
     if spec.is_full:
         return loaded
     mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
-    return replace(loaded, model=build_head(loaded.model, spec, mask_id), task=head_task(loaded.task, spec))
+    model = build_head(loaded.model, spec, mask_id, loaded.family)
+    return replace(loaded, model=model, task=head_task(loaded.task, spec))

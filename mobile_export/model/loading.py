@@ -1,4 +1,5 @@
-"""Load an ALBERT checkpoint (local Hugging Face folder or hub id) safely.
+"""Load a checkpoint of a supported encoder family (``families``: ALBERT, BERT, ELECTRA, DistilBERT; a local
+Hugging Face folder or a hub id) safely.
 
 Safety rules: safetensors first; a pickle (``pytorch_model.bin``) only through
 ``torch.load(weights_only=True)``; remote code is never run, and a checkpoint that asks
@@ -16,8 +17,8 @@ from typing import Any
 
 from ..core.errors import CheckpointError, first_line
 from ..core.tasks import TaskSpec, get_task, infer_task, model_class_for
+from .families import FAMILIES, Family, family_of
 
-SUPPORTED_MODEL_TYPES = ("albert",)
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -43,7 +44,7 @@ class LoadedModel:
 
     Attributes:
         model: the transformers model for ``task``, in eval mode, fp32.
-        config: its ``AlbertConfig``.
+        config: its transformers config (``AlbertConfig``, ``BertConfig``, ...).
         tokenizer: the transformers tokenizer (BertTokenizer for vocab.txt, AlbertTokenizer for spiece.model).
         tokenizer_kind: ``"wordpiece"`` or ``"sentencepiece"``.
         task: the task spec the model was loaded for.
@@ -60,6 +61,7 @@ class LoadedModel:
     folder: Path
     weights_file: str
     notes: list[str] = field(default_factory=list)
+    family: Family = field(default_factory=lambda: FAMILIES["albert"])
 
 
 def _looks_like_path(source: str) -> bool:
@@ -101,16 +103,12 @@ def read_config_dict(folder: Path) -> dict:
         raise CheckpointError(f"{cfg_path} is not valid JSON ({exc}); re-download the checkpoint") from None
     if not isinstance(cfg, dict):
         raise CheckpointError(f"{cfg_path} must hold a JSON object; re-download the checkpoint")
-    model_type = cfg.get("model_type")
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise CheckpointError(
-            f"model_type '{model_type}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
+    family = family_of(cfg.get("model_type"))
     _check_config_values(cfg, cfg_path)
     if "auto_map" in cfg or any(folder.glob("*.py")):
         raise CheckpointError(
             f"{folder} asks for custom code (auto_map or .py files), which mobile-export never runs; "
-            "use a checkpoint of the standard transformers ALBERT"
+            f"use a checkpoint of the standard transformers {family.name}"
         )
     return cfg
 
@@ -126,6 +124,10 @@ _POSITIVE_INTS = (
     "num_hidden_groups",
     "inner_group_num",
     "type_vocab_size",
+    "dim",  # DistilBERT's names of the same sizes
+    "n_layers",
+    "n_heads",
+    "hidden_dim",
 )
 
 
@@ -135,10 +137,12 @@ def _check_config_values(cfg: dict, cfg_path: Path) -> None:
         value = cfg.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise CheckpointError(f"{cfg_path}: {key} is {value!r}, it must be a positive integer; fix config.json")
-    hidden, heads = cfg.get("hidden_size", 4096), cfg.get("num_attention_heads", 64)
+    hidden_key = "dim" if "dim" in cfg else "hidden_size"
+    heads_key = "n_heads" if "n_heads" in cfg else "num_attention_heads"
+    hidden, heads = cfg.get(hidden_key, 4096), cfg.get(heads_key, 64)
     if hidden % heads:
         raise CheckpointError(
-            f"{cfg_path}: hidden_size {hidden} is not divisible by num_attention_heads {heads}; fix config.json"
+            f"{cfg_path}: {hidden_key} {hidden} is not divisible by {heads_key} {heads}; fix config.json"
         )
     layers, groups = cfg.get("num_hidden_layers", 12), cfg.get("num_hidden_groups", 1)
     if groups > layers:
@@ -184,8 +188,19 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
     return tok, kind
 
 
-# Weights a task head may legitimately lack (freshly initialised when fine-tuning starts).
-_HEAD_KEYS = ("classifier", "qa_outputs", "predictions", "pooler", "sop_classifier")
+# Weights a task head may legitimately lack (freshly initialised when fine-tuning starts), in every family.
+_HEAD_KEYS = (
+    "classifier",
+    "qa_outputs",
+    "predictions",
+    "pooler",
+    "sop_classifier",
+    "cls.",
+    "generator_lm_head",
+    "vocab_transform",
+    "vocab_layer_norm",
+    "vocab_projector",
+)
 
 
 _FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
@@ -203,7 +218,7 @@ def _check_dtypes(folder: Path, weights: str) -> None:
                     dtype = st.get_slice(key).get_dtype()
                     if dtype not in _FLOAT_DTYPES and not key.endswith(("position_ids", "token_type_ids")):
                         raise CheckpointError(
-                            f"weight {key} in {f.name} has dtype {dtype}; ALBERT weights must be "
+                            f"weight {key} in {f.name} has dtype {dtype}; model weights must be "
                             "floating point (F32/F16/BF16): the checkpoint is corrupt or not a model"
                         )
         except CheckpointError:
@@ -225,7 +240,7 @@ def _non_finite(model) -> str | None:
 
 
 def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> LoadedModel:
-    """Load an ALBERT checkpoint for export.
+    """Load a checkpoint of a supported family for export.
 
     Args:
         source: a local Hugging Face folder, or a hub id such as ``albert-base-v2``.
@@ -235,22 +250,25 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
         The model in eval mode with its tokenizer and task.
 
     Raises:
-        CheckpointError: the checkpoint is missing, malformed, unsafe or not an ALBERT.
+        CheckpointError: the checkpoint is missing, malformed, unsafe or of no supported family.
         UnsupportedError: the task is not supported.
     """
     folder = resolve_folder(source)
     cfg = read_config_dict(folder)
+    family = family_of(cfg.get("model_type"))
     task_name = task or infer_task(cfg.get("architectures"))
     spec = get_task(task_name)
     weights = _weights_file(folder)
     tokenizer, kind = load_tokenizer(folder)
 
-    from transformers import AlbertConfig
+    from transformers import AutoConfig
 
-    try:
-        config = AlbertConfig.from_pretrained(str(folder), local_files_only=True)
+    try:  # config.json's model_type picks the class (no remote code: refused by read_config_dict)
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
     except Exception as exc:
-        raise CheckpointError(f"config.json in {folder} is not a valid ALBERT config ({first_line(exc)})") from None
+        raise CheckpointError(
+            f"config.json in {folder} is not a valid {family.name} config ({first_line(exc)})"
+        ) from None
     config._attn_implementation = "eager"
     if len(tokenizer) > config.vocab_size:
         raise CheckpointError(
@@ -260,7 +278,7 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
         )
     if weights.startswith("model.safetensors"):
         _check_dtypes(folder, weights)
-    cls: Any = model_class_for(spec.name)
+    cls: Any = model_class_for(spec.name, family.model_types[0])
     tf_logger = logging.getLogger("transformers.modeling_utils")
     level = tf_logger.level
     tf_logger.setLevel(logging.ERROR)
@@ -288,7 +306,7 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
     if body:
         raise CheckpointError(
             f"{folder / weights} lacks {len(body)} encoder weights (e.g. {sorted(body)[0]}): it is not "
-            "a complete ALBERT checkpoint; re-download it or save it with save_pretrained"
+            f"a complete {family.name} checkpoint; re-download it or save it with save_pretrained"
         )
     bad = _non_finite(model)
     if bad:
@@ -311,4 +329,5 @@ def load_checkpoint(source: str | os.PathLike, task: str | None = None) -> Loade
         folder=folder,
         weights_file=weights,
         notes=notes,
+        family=family,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,20 +21,23 @@ def additive_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 class ExportWrapper(torch.nn.Module):
-    """Takes (input_ids, attention_mask, token_type_ids) int64 [batch, seq]; returns the task's outputs.
+    """Takes (input_ids, attention_mask[, token_type_ids]) int64 [batch, seq]; returns the task's outputs.
 
-    The additive attention mask is built here, as a 4D float tensor that transformers passes
-    through untouched: transformers 5's own mask construction breaks under PT2E prepare_pt2e.
+    ``token_type_ids`` reaches a model whose family takes it (every one but DistilBERT). The additive attention
+    mask is built here, as a 4D float tensor that transformers passes through untouched: transformers 5's own
+    mask construction breaks under PT2E prepare_pt2e.
     """
 
     def __init__(self, model: torch.nn.Module, task: TaskSpec) -> None:
         super().__init__()
         self.model = model
         self.output_names = task.outputs
+        self.types = "token_type_ids" in inspect.signature(model.forward).parameters
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
         additive = additive_mask(attention_mask[:, None, None, :])
-        out = self.model(input_ids=input_ids, attention_mask=additive, token_type_ids=token_type_ids)
+        extra = {"token_type_ids": token_type_ids} if self.types else {}
+        out = self.model(input_ids=input_ids, attention_mask=additive, **extra)
         return tuple(out[name] for name in self.output_names)
 
 

@@ -1,7 +1,8 @@
-"""ALBERT cut where its layer loop goes: embed, the shared layer group(s), head.
+"""A model cut where its layer loop goes: embed, the layer groups (ALBERT's shared one; another family's L
+layers), head. How each family's modules map onto these is ``families``.
 
-Both backends export these pieces and run the group once per layer (the .pte as methods the caller
-loops over, the .onnx inside a ``Loop``), so the shared layer exists once in the artifact and in RAM.
+Both backends export these pieces and run a group once per layer of the schedule (the .pte as methods the caller
+loops over, the .onnx's ALBERT inside a ``Loop``), so ALBERT's shared layer exists once in the artifact and in RAM.
 Layouts: ``batch_one`` (the XNNPACK .pte) keeps hidden states ``[1, S, 1, H]`` and the additive mask
 ``[1, 1, S]``; otherwise hidden states are ``[B, S, H]`` and the mask ``[B, 1, 1, S]``.
 """
@@ -13,28 +14,35 @@ from typing import Any
 
 import torch
 
+from ..core.signature import INPUT_NAMES
+from .families import Family, family_of
 from .reference import additive_mask
 
 
 class Embed(torch.nn.Module):
-    """Embeddings and the projection to the hidden width, plus the additive mask every layer reads."""
+    """Embeddings and (where the family has one) the projection to the hidden width, plus the additive mask
+    every layer reads."""
 
-    def __init__(self, base: Any, batch_one: bool) -> None:  # a transformers AlbertModel
+    def __init__(self, base: Any, family: Family, batch_one: bool) -> None:  # a transformers base model
         super().__init__()
         self.embeddings = base.embeddings
-        self.project = base.encoder.embedding_hidden_mapping_in
+        self.project = family.module(base, family.projection) or torch.nn.Identity()
         self.width = base.config.hidden_size
         self.batch_one = batch_one
+        self.types = INPUT_NAMES[2] in family.signature.inputs
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        if self.types:
+            hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
+        else:  # DistilBERT's embeddings take the ids alone
+            hidden = self.project(self.embeddings(input_ids))
         keep = attention_mask[:, None, :] if self.batch_one else attention_mask[:, None, None, :]
         mask = additive_mask(keep)
         return (hidden.view(1, -1, 1, self.width) if self.batch_one else hidden), mask
 
 
 class Group(torch.nn.Module):
-    """One ALBERT layer group (the shared layer): (hidden, mask) -> hidden."""
+    """One layer group (ALBERT's shared layer; another family's layer): (hidden, mask) -> hidden."""
 
     def __init__(self, group: torch.nn.Module) -> None:
         super().__init__()
@@ -45,10 +53,13 @@ class Group(torch.nn.Module):
 
 
 class _PassEmbeddings(torch.nn.Module):
-    """Stands in for the embeddings inside the head: returns the hidden states it is given."""
+    """Stands in for the embeddings (and a projection) inside the head: returns the hidden states it is given
+    (``inputs_embeds``, by name or, as DistilBERT passes it, second by position; a projection's only input)."""
 
-    def forward(self, input_ids=None, *args, inputs_embeds=None, **kwargs):
-        return inputs_embeds
+    def forward(self, *args, inputs_embeds=None, **kwargs):
+        if inputs_embeds is not None:
+            return inputs_embeds
+        return args[1] if len(args) > 1 else args[0]
 
 
 class _PassEncoder(torch.nn.Module):
@@ -58,10 +69,12 @@ class _PassEncoder(torch.nn.Module):
         super().__init__()
         self.width = width
 
-    def forward(self, hidden, *args, **kwargs):
-        from transformers.modeling_outputs import BaseModelOutput
+    def forward(self, *args, hidden_states=None, **kwargs):
+        # the richest encoder output: a base model reads ``.cache`` of BERT's (None: no cache)
+        from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions as Output
 
-        return BaseModelOutput(last_hidden_state=hidden if self.width is None else hidden.view(1, -1, self.width))
+        hidden = args[0] if hidden_states is None else hidden_states
+        return Output(last_hidden_state=hidden if self.width is None else hidden.view(1, -1, self.width))
 
 
 class Head(torch.nn.Module):
@@ -141,7 +154,7 @@ class Whole(torch.nn.Module):
         self.schedule = list(schedule)
         self.extra = head_inputs(head)
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
         given = (input_ids, attention_mask, token_type_ids)
         hidden, mask = self.embed(input_ids, attention_mask, token_type_ids)
         for g in self.schedule:
@@ -149,30 +162,51 @@ class Whole(torch.nn.Module):
         return self.head(hidden, *[given[i] for i in self.extra])
 
 
-def cut(model: Any, output_names: tuple[str, ...], batch_one: bool) -> tuple[Embed, list[Group], torch.nn.Module]:
-    """``model`` (an ALBERT transformers model, or a ``heads.PhoneModel``) as embed, one ``Group`` per
-    layer group, and head.
+class _TwoInputs(torch.nn.Module):
+    """A module that takes the model inputs, called with the two every family has (``with_inputs``)."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids, attention_mask):
+        return self.inner(input_ids, attention_mask)
+
+
+def with_inputs(module: torch.nn.Module, inputs: tuple[str, ...]) -> torch.nn.Module:
+    """``module`` (it takes the model inputs: ``Embed``, ``Whole``, an export wrapper) as it is exported for a
+    family whose models take ``inputs``: itself for all three, else one whose graph has exactly two."""
+    return module if len(inputs) == len(INPUT_NAMES) else _TwoInputs(module).eval()
+
+
+def cut(
+    model: Any, output_names: tuple[str, ...], batch_one: bool, family: Family | None = None
+) -> tuple[Embed, list[Group], torch.nn.Module]:
+    """``model`` (a transformers model of ``family``, found from its config when not given, or a
+    ``heads.PhoneModel``) as embed, one ``Group`` per layer group, and head.
 
     The pieces share the model's modules (nothing is copied but two shallow module shells).
     """
     base: Any = model.base_model
-    embed = Embed(base, batch_one).eval()
-    groups = [Group(g).eval() for g in base.encoder.albert_layer_groups]
+    family = family or family_of(base.config.model_type)
+    embed = Embed(base, family, batch_one).eval()
+    groups = [Group(g).eval() for g in base.get_submodule(family.layers)]
     phone = getattr(model, "head", None)
     if phone is not None and hasattr(phone, "head_inputs"):  # a heads.PhoneModel
         cls = PhoneStageWithInput if phone.head_inputs else PhoneStageAlone
         return embed, groups, cls(phone, tuple(output_names), batch_one, int(base.config.hidden_size)).eval()
-    return embed, groups, _model_head(model, base, tuple(output_names), batch_one)
+    return embed, groups, _model_head(model, base, family, tuple(output_names), batch_one)
 
 
-def _model_head(model: Any, base: Any, output_names: tuple[str, ...], batch_one: bool) -> Head:
-    """The transformers model after its encoder: shallow shells whose embeddings and encoder pass through."""
+def _model_head(model: Any, base: Any, family: Family, output_names: tuple[str, ...], batch_one: bool) -> Head:
+    """The transformers model after its encoder: shallow shells whose embeddings (a projection beside them
+    too) and encoder pass through."""
     head_base = copy.copy(base)
-    head_base._modules = dict(
-        base._modules,
-        embeddings=_PassEmbeddings(),
-        encoder=_PassEncoder(base.config.hidden_size if batch_one else None),
-    )
+    passes: dict[str, torch.nn.Module] = {"embeddings": _PassEmbeddings()}
+    if family.projection and "." not in family.projection:  # ELECTRA's, run by the base model after its embeddings
+        passes[family.projection] = _PassEmbeddings()
+    passes[family.encoder] = _PassEncoder(base.config.hidden_size if batch_one else None)
+    head_base._modules = {**base._modules, **{k: v for k, v in passes.items() if k in base._modules}}
     head_model = head_base
     if model is not base:
         head_model = copy.copy(model)
@@ -181,6 +215,5 @@ def _model_head(model: Any, base: Any, output_names: tuple[str, ...], batch_one:
 
 
 def layer_schedule(config) -> list[int]:
-    """Which layer group runs at each depth (transformers' AlbertTransformer rule)."""
-    layers, groups = config.num_hidden_layers, config.num_hidden_groups
-    return [int(i / (layers / groups)) for i in range(layers)]
+    """Which layer group runs at each depth (the family's rule: ALBERT's AlbertTransformer, else each once)."""
+    return family_of(config.model_type).layer_schedule(config)

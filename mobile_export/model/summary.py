@@ -7,26 +7,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .loading import LoadedModel
 
-# The config fields a report records (enough to rebuild the model's shapes, e.g. for `size`).
-SUMMARY_CONFIG_KEYS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "inner_group_num",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "hidden_act",
-    "tie_word_embeddings",
-)
+from .families import family_of
 
 
 def config_summary(config: dict) -> dict:
-    """The config fields a report records, from a config.json dict."""
-    summary = {k: config.get(k) for k in SUMMARY_CONFIG_KEYS}
+    """The config fields a report records (its family's: enough to rebuild the model's shapes, e.g. for
+    ``size``), from a config.json dict."""
+    summary = {k: config.get(k) for k in family_of(config.get("model_type", "albert")).summary_keys}
     summary["num_labels"] = config.get("num_labels") or len(config.get("id2label") or {}) or 2
     return summary
 

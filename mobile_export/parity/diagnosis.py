@@ -25,6 +25,7 @@ from .. import backends
 from ..core.choices import Backend
 from ..core.tasks import OutputKind
 from ..model.activations import ChannelRanges, channel_ranges
+from ..model.families import FAMILIES
 from ..model.reference import Example, ExportWrapper
 from .attribution import WeightError, pooled_sqnr_db, weight_errors
 from .metrics import sqnr_from_sums
@@ -125,9 +126,12 @@ def quantized_linears(model: torch.nn.Module) -> list[str]:
     return names
 
 
+_DEPTHS = {name for family in FAMILIES.values() for name in family.layer_classes}
+
+
 def _layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The modules whose every call is one depth of the shared layer (transformers' AlbertLayer)."""
-    return [m for m in model.modules() if type(m).__name__ == "AlbertLayer"]
+    """The modules whose every call is one depth (ALBERT's shared AlbertLayer; another family's layers)."""
+    return [m for m in model.modules() if type(m).__name__ in _DEPTHS]
 
 
 @dataclass(frozen=True)
@@ -249,7 +253,8 @@ class Emulation:
 def attribution_sample(config, examples: Sequence[Example]) -> list[Example]:
     """The shortest ``examples`` (at least two) whose padded batch costs at most ``ATTRIBUTION_MACS`` per pass
     through ``config``'s encoder."""
-    hidden, inner = int(config.hidden_size), int(config.intermediate_size)
+    hidden = int(config.hidden_size)
+    inner = int(getattr(config, "intermediate_size", None) or config.hidden_dim)  # DistilBERT names it hidden_dim
     per_token = int(config.num_hidden_layers) * hidden * (4 * hidden + 2 * inner)
     chosen: list[Example] = []
     for ex in sorted(examples, key=lambda e: e.length):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 
-from ..measure.size import GROUPS
 from .records import DepthSeries, ReportRecord, depth_series
 
 
@@ -107,7 +106,7 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
         for i, (_, size) in enumerate(sized):
             left = 0.0
             groups = size.get("groups") or {}
-            parts = [(g, groups[g]) for g in GROUPS] + [("format overhead", size.get("overhead_bytes", 0))]
+            parts = [*groups.items(), ("format overhead", size.get("overhead_bytes", 0))]
             for j, (g, v) in enumerate(parts):
                 ax.barh(i, v / 2**20, left=left, color=f"C{j}", label=g if i == 0 else None)
                 left += v / 2**20

@@ -15,7 +15,7 @@ from ..core.files import REPORT_HTML, REPORT_JSON, REPORT_MD
 from ..core.fsutil import write_bytes
 from ..core.thresholds import Thresholds
 from ..measure.memory import MemoryFigures
-from ..measure.size import GROUPS, SizeEntry
+from ..measure.size import SizeEntry
 from .charts import plots
 from .records import GRANULARITY_RUNTIME, ReportRecord, depth_series, mismatch
 
@@ -182,7 +182,8 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     out += _diagnosis_sections(diagnosis, repair) + _repair_sections(repair)
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
-        rows = [[g] + [f"{(s.get('groups') or {})[g]:,}" for _, s in sized] for g in GROUPS]
+        parts = list((sized[0][1].get("groups") or {}).keys())  # the family's parts (one model per report)
+        rows = [[g] + [f"{(s.get('groups') or {}).get(g, 0):,}" for _, s in sized] for g in parts]
         rows.append(["other constants"] + [f"{s.get('other_constants_bytes', 0):,}" for _, s in sized])
         rows.append(
             ["format overhead"]

@@ -25,8 +25,9 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
         from ..model.loading import read_config_dict, resolve_folder
 
         config = read_config_dict(resolve_folder(checkpoint))
-        architecture = (config.get("architectures") or ["AlbertModel"])[0]
-        return {"config": config_summary(config), "architecture": architecture}, None, True, []
+        architecture = (config.get("architectures") or [None])[0]
+        summary = {"config": config_summary(config), "architecture": architecture, "model_type": config["model_type"]}
+        return summary, None, True, []
     report = path.parent / REPORT_JSON
     if report.is_file():
         try:

@@ -62,6 +62,7 @@ def usage(stats: ExportStats) -> dict[str, Any]:
         "calling_convention": conventions["forward" if entry == "forward" else "loop"],
         **({"also": FORWARD_CONVENTION} if entry == "both" else {}),
         "layer_schedule": stats.get("layer_schedule"),
+        **({"inputs": stats["inputs"]} if "inputs" in stats else {}),  # embed's (or forward's): else all three
         **(
             {
                 "kernels": f"{INT4_TABLE_OP} (ExecuTorch's quantized kernel library: executorch-android links it; "

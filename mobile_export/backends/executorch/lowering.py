@@ -93,6 +93,8 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     int4 (``plan.group_size`` inputs per scale): torchao's 8da4w on every Linear and a 4-bit word table
     (``quantize.xnnpack_int4``), applied before torch.export. int8: PT2E with the XNNPACK quantizer, the Linears
     ``plan.keep`` (names in ``wrapper.model``) left fp32."""
+    from ...model.stages import with_inputs
+
     entry = plan.options.pte_entry
     methods, schedule, rewritten, kept = stages(wrapper, plan.quant, entry, plan.keep)
     int4 = None
@@ -104,6 +106,9 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
                 raise ValueError("an int4 export needs its group size")
             int4 = quantize_int4(torch.nn.ModuleDict(methods), plan.group_size)
     examples, dims = _method_inputs(methods, plan)
+    for name in (EMBED_METHOD, FORWARD_METHOD):  # the methods that take the model inputs: the family's
+        if name in methods:
+            methods[name] = with_inputs(methods[name], plan.signature.inputs)
     programs = {}
     with progress.step(f"executorch: torch.export of {len(methods)} methods"):
         for name, module in methods.items():

@@ -1,4 +1,5 @@
-"""ALBERT's modules rewritten into ops XNNPACK takes (same functions, same shared parameters)."""
+"""Encoder modules rewritten into ops XNNPACK takes (same functions, same shared parameters): ALBERT's, and the
+self-attention of BERT, ELECTRA and DistilBERT."""
 
 from __future__ import annotations
 
@@ -57,17 +58,35 @@ def _xnnpack_attention_forward(self, hidden_states, attention_mask=None, **kwarg
     and the XNNPACK partitioner then cuts the layer in two after the projections, which leaves their
     outputs in the method's activation arena (+4.5 MiB for albert-base at 512 tokens).
     """
-    heads, size = self.num_attention_heads, self.attention_head_size
-    width = self.all_head_size
-    q = self.query(hidden_states.view(-1, width)).view(-1, heads, size).permute(1, 0, 2)  # [H, S, D]
-    k = self.key(hidden_states.view(1, -1, width)).view(-1, heads, size).permute(1, 2, 0)  # [H, D, S]
-    v = self.value(hidden_states.view(-1, 1, width)).view(-1, heads, size).permute(1, 0, 2)  # [H, S, D]
-    scores = torch.bmm(q, k)
-    if attention_mask is not None:
-        scores = scores + attention_mask
-    probs = torch.softmax(scores, dim=-1)
-    context = torch.bmm(probs, v).permute(1, 0, 2).contiguous().view(1, -1, 1, self.all_head_size)
+    context = _heads(self.query, self.key, self.value, hidden_states, attention_mask, self.num_attention_heads)
     return self.LayerNorm(hidden_states + self.dense(context)), None
+
+
+def _heads(query, key, value, hidden: torch.Tensor, mask: torch.Tensor | None, heads: int) -> torch.Tensor:
+    """Multi-head attention of a batch of one as 3D batched matmuls: ``hidden`` ``[1, S, 1, W]`` in, the context
+    ``[1, S, 1, W]`` out (``mask``: ``[1, 1, S]`` additive; the query carries the score scaling). Every reshape has
+    static sizes and one ``-1``; each projection reads its own view of the input (``_xnnpack_attention_forward``)."""
+    width = query.weight.shape[0]
+    size = width // heads
+    q = query(hidden.view(-1, width)).view(-1, heads, size).permute(1, 0, 2)  # [H, S, D]
+    k = key(hidden.view(1, -1, width)).view(-1, heads, size).permute(1, 2, 0)  # [H, D, S]
+    v = value(hidden.view(-1, 1, width)).view(-1, heads, size).permute(1, 0, 2)  # [H, S, D]
+    scores = torch.bmm(q, k)
+    if mask is not None:
+        scores = scores + mask
+    probs = torch.softmax(scores, dim=-1)
+    return torch.bmm(probs, v).permute(1, 0, 2).contiguous().view(1, -1, 1, width)
+
+
+def _xnnpack_self_attention_forward(self, hidden_states, attention_mask=None, **kwargs):
+    """BERT's and ELECTRA's self-attention for a batch of one (``_heads``); the output projection and LayerNorm
+    that follow are the layer's own modules, which take ``[1, S, 1, W]`` as they are."""
+    return _heads(self.query, self.key, self.value, hidden_states, attention_mask, self.num_attention_heads), None
+
+
+def _xnnpack_distilbert_attention_forward(self, hidden_states, attention_mask=None, **kwargs):
+    """DistilBERT's self-attention (its output projection inside) for a batch of one (``_heads``)."""
+    return self.out_lin(_heads(self.q_lin, self.k_lin, self.v_lin, hidden_states, attention_mask, self.n_heads)), None
 
 
 def _xnnpack_encoder_forward(self, hidden_states, attention_mask=None, **kwargs):
@@ -100,6 +119,13 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
     from transformers.activations import NewGELUActivation
     from transformers.models.albert.modeling_albert import AlbertAttention, AlbertTransformer
 
+    # each family's self-attention (class name), its rewritten forward and its query projection's name
+    attentions = {
+        "BertSelfAttention": (_xnnpack_self_attention_forward, "query"),
+        "ElectraSelfAttention": (_xnnpack_self_attention_forward, "query"),
+        "DistilBertSelfAttention": (_xnnpack_distilbert_attention_forward, "q_lin"),
+    }
+
     wrapper = copy.deepcopy(wrapper)
     counts = {"gelu": 0, "layer_norm": 0, "attention": 0, "encoder": 0}
     for module in list(wrapper.modules()):
@@ -120,4 +146,13 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
         elif type(module) is AlbertTransformer:
             setattr(module, "forward", types.MethodType(_xnnpack_encoder_forward, module))
             counts["encoder"] += 1
+        elif type(module).__name__ in attentions:
+            forward, query = attentions[type(module).__name__]
+            setattr(module, "forward", types.MethodType(forward, module))
+            with torch.no_grad():  # fold the score scaling into the query projection
+                projection = getattr(module, query)
+                projection.weight.mul_(module.scaling)
+                if projection.bias is not None:
+                    projection.bias.mul_(module.scaling)
+            counts["attention"] += 1
     return wrapper, counts

@@ -89,6 +89,7 @@ class Runner:
             self.forward = None
         else:
             self.forward = self.program.load_method("forward")
+        self.inputs = int((self.forward or self.embed).metadata.num_inputs())  # the model inputs it takes
 
     @property
     def loops(self) -> bool:
@@ -109,7 +110,8 @@ class Runner:
     def _run(self, feeds: dict[str, np.ndarray], states: list[np.ndarray] | None) -> list[np.ndarray]:
         from ...core.signature import INPUT_NAMES
 
-        inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in INPUT_NAMES]
+        names = INPUT_NAMES[: self.inputs]  # the program's family's (DistilBERT: no token_type_ids)
+        inputs = [torch.from_numpy(np.ascontiguousarray(feeds[n], dtype=np.int64)) for n in names]
         if self.forward is not None:
             outputs = self.forward.execute(inputs)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.errors import ArtifactLoadError, first_line
-from ...core.signature import not_an_export
+from ...core.signature import INPUT_NAMES, MIN_INPUTS, not_an_export
 from .convention import EMBED_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 from .serializer import extended_header, read_program
 
@@ -53,7 +53,8 @@ def check(path: Path, shown: str) -> None:
     for i in entry.inputs:
         v = entry.values[i].val
         found.append((type(v).__name__, getattr(v, "scalar_type", None), len(getattr(v, "sizes", []) or [])))
-    if len(found) != 3 or any(k != "Tensor" or int(t or 0) != 4 or r != 2 for k, t, r in found):  # 4: Long
+    bad = any(k != "Tensor" or int(t or 0) != 4 or r != 2 for k, t, r in found)  # 4: Long
+    if not MIN_INPUTS <= len(found) <= len(INPUT_NAMES) or bad:
         text = ", ".join(f"{k} (type {t}, rank {r})" for k, t, r in found) or "none"
         raise not_an_export(shown, f"method {entry.name} takes {text}")
     _probe_load(path, shown)

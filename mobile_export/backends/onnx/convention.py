@@ -15,7 +15,11 @@ def usage(stats: ExportStats) -> dict[str, Any]:
     return {
         "load": "from the .onnx file's path with model.onnx.data beside it (Android: "
         "OrtEnvironment.createSession(path, options)), not a Java byte[]",
-        "calling_convention": {"name": "single-graph/1", "inputs": list(INPUT_NAMES), "loop": "outputs = run(inputs)"},
+        "calling_convention": {
+            "name": "single-graph/1",
+            "inputs": stats.get("inputs", list(INPUT_NAMES)),
+            "loop": "outputs = run(inputs)",
+        },
         # what the app's OrtRunner sets; without it an x86-64 CPU without VNNI saturates the int8 GEMM
         "session_config": {OPTION: "1"},
         **(

@@ -140,10 +140,10 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     """Export ``wrapper`` to ``dest`` (.onnx with its weights in ``dest`` + ``.data``) as ``plan`` says; returns
     stats.
 
-    ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared
-    layer; several layer groups are written unrolled. ``plan.keep``: the Linears (names in ``wrapper.model``)
-    an int8 export leaves fp32, recorded in the file's metadata. int4: ``plan.options.int4_kernel`` decides how
-    ONNX Runtime computes.
+    ALBERT with one layer group (every released checkpoint) is written as a Loop over the shared layer; several
+    layer groups, and a family of distinct layers (BERT, ELECTRA, DistilBERT), unrolled. ``plan.keep``: the
+    Linears (names in ``wrapper.model``) an int8 export leaves fp32, recorded in the file's metadata. int4:
+    ``plan.options.int4_kernel`` decides how ONNX Runtime computes.
     """
     import onnx
 
@@ -153,14 +153,19 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     model: Any = getattr(wrapper, "model")
     config = model.config
     output_names: tuple[str, ...] = getattr(wrapper, "output_names")
-    loop = config.num_hidden_groups == 1
+    from ...model.families import family_of
+
+    loop = family_of(config.model_type).shared and config.num_hidden_groups == 1
     try:
         with progress.step("onnx: torch.onnx.export (dynamo)" + (", layer loop" if loop else "")):
             if loop:
                 onnx.save(_layer_loop_model(wrapper, plan, config.num_hidden_layers), str(fp32_path))
             else:
+                from ...model.stages import with_inputs
+
                 inputs = list(plan.signature.inputs)
-                prog = _exported(wrapper, plan.example(), plan.dynamic_shapes(), inputs, list(output_names))
+                module = with_inputs(wrapper, plan.signature.inputs)
+                prog = _exported(module, plan.example(), plan.dynamic_shapes(), inputs, list(output_names))
                 prog.save(str(fp32_path), external_data=False)
         int4: dict = {}
         if plan.quant is Quant.INT8:

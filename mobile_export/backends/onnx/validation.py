@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.errors import ArtifactLoadError
-from ...core.signature import INPUT_NAMES, INTEGER_OUTPUTS, not_an_export
+from ...core.signature import INPUT_NAMES, INTEGER_OUTPUTS, is_signature, not_an_export
 from .layout import tensor_bytes
 
 KNOWN_DOMAINS = ("", "ai.onnx", "com.microsoft")  # ONNX and ONNX Runtime's own contrib ops
@@ -90,10 +90,12 @@ def _check_tensor(t, shown: str, folder: Path) -> None:
 
 
 def check_interface(names_types: list[tuple[str, str, int]], outputs: list[tuple[str, str, int]], shown: str) -> None:
-    """Inputs (name, element type, rank) must be the export's three int64 [batch, seq] tensors and
-    the outputs float tensors of rank 2 or more (the top-k head's ``INTEGER_OUTPUTS``: int64)."""
-    want = [(n, "int64", 2) for n in INPUT_NAMES]
-    if sorted(names_types) != sorted(want):
+    """Inputs (name, element type, rank) must be an export's int64 [batch, seq] tensors (its family's: a prefix
+    of ``INPUT_NAMES``) and the outputs float tensors of rank 2 or more (the top-k head's ``INTEGER_OUTPUTS``:
+    int64)."""
+    names = [n for n in INPUT_NAMES if n in {m for m, _, _ in names_types}]
+    want = [(n, "int64", 2) for n in names]
+    if not is_signature(names) or sorted(names_types) != sorted(want):
         found = ", ".join(f"{n} ({t}, rank {r})" for n, t, r in names_types) or "no inputs"
         raise not_an_export(shown, f"its inputs are {found}")
     if not outputs or any(t != ("int64" if n in INTEGER_OUTPUTS else "float") or r < 2 for n, t, r in outputs):
