@@ -42,7 +42,8 @@ def test_help_documents_exit_codes(capsys):
         assert line in out
 
 
-@pytest.mark.parametrize("command", ["export", "tokenizer", "parity", "report", "bench", "size", "run", "list"])
+@pytest.mark.parametrize("command", ["export", "tokenizer", "parity", "report", "bench", "compare", "size", "run",
+                                     "list"])
 def test_every_command_says_its_exit_codes_and_debug(capsys, command):
     """Every command's help lists the exit codes it can end with, --debug, and what each argument is."""
     with pytest.raises(SystemExit):

@@ -79,6 +79,27 @@ def _cmd_bench(args) -> int:
     return int(ExitCode.OK)
 
 
+def _cmd_compare(args) -> int:
+    from ..core.errors import BadInputError
+    from ..core.fsutil import write_bytes, write_json
+    from ..reports.compare import compare, markdown
+
+    try:
+        seqs = [int(x) for x in args.seq_lens.split(",") if x.strip()]
+    except ValueError:
+        raise BadInputError("--seq-lens takes comma-separated integers, e.g. 128,512") from None
+    if not seqs or min(seqs) < 2 or args.threads < 1 or args.runs < 1:
+        raise BadInputError("--seq-lens must be >= 2, --threads and --runs >= 1")
+    result = compare(args.folders, seqs, args.threads, args.runs, say=lambda m: print(m, file=sys.stderr))
+    table = markdown(result)
+    print(table)
+    if args.json:
+        write_json(Path(args.json), result)
+    if args.md:
+        write_bytes(Path(args.md), (table + "\n").encode("utf-8"))
+    return int(ExitCode.OK)
+
+
 def _cmd_report(args) -> int:
     from ..reports import regenerate
 
@@ -158,7 +179,15 @@ def _cmd_list(args) -> int:
     from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Quant
     from ..core.tasks import supported_tasks
 
+    from ..model.families import FAMILIES
+
     print("tasks:      " + ", ".join(supported_tasks()))
+    for name, family in FAMILIES.items():
+        layers = "one shared layer group, run as a loop" if family.shared else "distinct layers, each stored once"
+        print(
+            f"family:     {name:<11} model_type {'/'.join(family.model_types)}; inputs "
+            f"{', '.join(family.signature.inputs)}; {layers}; every task"
+        )
     for backend, quant in backends.combinations():
         info = backends.get_info(backend)
         scheme = scheme_name(quant.value, DEFAULT_INT4_GROUP_SIZE)
@@ -261,6 +290,7 @@ def _main(argv: list[str] | None) -> int:
         "tokenizer": _cmd_tokenizer,
         "size": _cmd_size,
         "bench": _cmd_bench,
+        "compare": _cmd_compare,
         "run": _cmd_run,
         "list": _cmd_list,
     }[args.command]

@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp = command("report", "rewrite report.md and report.html from DIR/report.json", 0, 1, 2)
     rp.add_argument("folder", help="an export or parity output folder")
     _bench_args(command("bench", "latency, throughput, load time and memory, next to PyTorch fp32 eager", 0, 1, 2))
+    cp = command("compare", "exports side by side: parameters, bytes, RAM and latency on one harness, parity", 0, 1, 2)
+    _compare_args(cp)
     _size_args(command("size", "what an artifact's bytes are, whether sharing survived, memory, budgets", 0, 1, 2, 4))
     _run_args(command("run", "run an export's artifacts on text, without the checkpoint", 0, 1, 2))
     command("list", "list supported tasks, backends and quantizations", 0)
@@ -207,6 +209,15 @@ def _bench_args(bn: argparse.ArgumentParser) -> None:
     bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     bn.add_argument("--runs", type=int, default=30, help="timed runs per length (default 30, after 5 warm-up runs)")
     bn.add_argument("--json", help="also write the results to this JSON file")
+
+
+def _compare_args(cp: argparse.ArgumentParser) -> None:
+    cp.add_argument("folders", nargs="+", help="the --out folders of mobile-export export (each with its report.json)")
+    cp.add_argument("--seq-lens", default="128,512", help="comma-separated token counts (default 128,512)")
+    cp.add_argument("--threads", type=int, default=2, help="runtime threads, the same for every artifact (default 2)")
+    cp.add_argument("--runs", type=int, default=15, help="timed runs per length (default 15, after 5 warm-up runs)")
+    cp.add_argument("--json", help="also write the results to this JSON file")
+    cp.add_argument("--md", help="also write the Markdown table to this file")
 
 
 def _size_args(sz: argparse.ArgumentParser) -> None:

@@ -23,8 +23,10 @@ import org.pytorch.executorch.Tensor;
 final class ExecuTorchRunner implements ModelRunner, AutoCloseable {
     private final Module module;
     private final LayerLoop<EValue> calls;
+    private final int inputs; // the model inputs the program takes (Manifest.inputCount: 2 for DistilBERT)
 
-    ExecuTorchRunner(File pte) throws Exception {
+    ExecuTorchRunner(File pte, int inputs) throws Exception {
+        this.inputs = inputs;
         Module loaded = Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP);
         try {
             calls = LayerLoop.of(new Program(loaded), Arrays.asList(loaded.getMethods()));
@@ -38,10 +40,11 @@ final class ExecuTorchRunner implements ModelRunner, AutoCloseable {
     @Override
     public float[] run(Encoding in) throws Exception {
         long[] shape = {1, in.length()};
-        EValue out = calls.run(Arrays.asList(
+        List<EValue> all = Arrays.asList(
                 EValue.from(Tensor.fromBlob(in.inputIds, shape)),
                 EValue.from(Tensor.fromBlob(in.attentionMask, shape)),
-                EValue.from(Tensor.fromBlob(in.tokenTypeIds, shape))));
+                EValue.from(Tensor.fromBlob(in.tokenTypeIds, shape)));
+        EValue out = calls.run(all.subList(0, inputs));
         return out.toTensor().getDataAsFloatArray();
     }
 

@@ -72,7 +72,8 @@ final class Models implements AutoCloseable {
             try {
                 File pte = copy(assets, manifest, "model.pte", dir);
                 long t0 = System.nanoTime();
-                m.add(new ExecuTorchRunner(pte), t0, manifest.selfTestTolerance("model.pte"), golden, out);
+                ExecuTorchRunner runner = new ExecuTorchRunner(pte, manifest.inputCount("model.pte"));
+                m.add(runner, t0, manifest.selfTestTolerance("model.pte"), golden, out);
             } catch (Exception | Error e) { // UnsatisfiedLinkError / ExceptionInInitializerError from the native library too
                 out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append("\n\n");
             }

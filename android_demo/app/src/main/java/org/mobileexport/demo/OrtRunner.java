@@ -53,7 +53,9 @@ final class OrtRunner implements ModelRunner, AutoCloseable {
         try {
             feeds.put("input_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.inputIds), shape));
             feeds.put("attention_mask", OnnxTensor.createTensor(env, LongBuffer.wrap(in.attentionMask), shape));
-            feeds.put("token_type_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.tokenTypeIds), shape));
+            if (session.getInputNames().contains("token_type_ids")) { // every family's but DistilBERT's
+                feeds.put("token_type_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.tokenTypeIds), shape));
+            }
             try (OrtSession.Result result = session.run(feeds)) {
                 return ((float[][]) result.get(0).getValue())[0];
             }

@@ -26,6 +26,27 @@ public final class Manifest {
         }
     }
 
+    /**
+     * How many model inputs {@code file} takes: the first of input_ids, attention_mask, token_type_ids (its
+     * family's: DistilBERT takes two; an entry without {@code inputs} takes all three).
+     */
+    public int inputCount(String file) throws IOException {
+        try {
+            JSONObject a = artifact(file);
+            JSONArray inputs = a.optJSONArray("inputs");
+            if (inputs == null && a.has("calling_convention")) {
+                inputs = a.getJSONObject("calling_convention").optJSONArray("inputs");
+            }
+            int n = inputs == null ? 3 : inputs.length();
+            if (n < 2 || n > 3) {
+                throw new IOException("manifest.json gives " + file + " " + n + " inputs; an export takes 2 or 3");
+            }
+            return n;
+        } catch (JSONException e) {
+            throw new IOException("manifest.json has no valid entry for " + file + ": " + e.getMessage(), e);
+        }
+    }
+
     /** The sha256 (hex) the export recorded for {@code path}; verifies the one-time copy out of the APK. */
     public String sha256(String path) throws IOException {
         try {

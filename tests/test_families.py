@@ -1,0 +1,127 @@
+"""BERT, ELECTRA and DistilBERT through the whole tool, as ALBERT goes: tiny seeded checkpoints of each (WordPiece
+vocabularies written here, never downloaded), every task, both formats (and the .ort), the three precisions; each
+artifact checked in its real runtime against transformers' own model (the export's gate), used without its
+checkpoint (``load``) as transformers is, its weights stored once, its inputs its family's.
+
+Every (family, task) and every (family, backend, quant) the registries offer has a round trip here (a covering
+set: the full product is ALBERT's, ``test_roundtrip``); the guard below fails when one is missing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mobile_export import Backend, ExportOptions, Quant, backends, load
+from mobile_export.core.tasks import supported_tasks
+from mobile_export.model.families import FAMILIES
+from mobile_export.parity.texts import ENGLISH
+
+OTHERS = [f for f in FAMILIES if f != "albert"]
+QUANTS = (Quant.INT8, Quant.INT4, Quant.FP32)
+
+
+def _cases() -> list[tuple[str, str, Quant]]:
+    """(family, task, quant): every task of every family, the precisions cycling so that each family has each."""
+    return [(f, t, QUANTS[(i + j) % len(QUANTS)]) for j, f in enumerate(OTHERS) for i, t in enumerate(supported_tasks())]
+
+
+def _backends(quant: Quant) -> tuple[Backend, ...]:
+    return tuple(b for b, info in backends.BACKENDS.items() if quant in info.quants)
+
+
+def test_every_family_task_backend_and_quant_has_a_round_trip():
+    cases = _cases()
+    assert {(f, t) for f, t, _ in cases} == {(f, t) for f in OTHERS for t in supported_tasks()}
+    covered = {(f, b, q) for f, _, q in cases for b in _backends(q)}
+    assert covered == {(f, b, q) for f in OTHERS for b, q in backends.combinations()}
+
+
+@pytest.fixture(scope="module")
+def family_export(tiny_checkpoint, shared_export):
+    """family_export(family, task, quant) -> (checkpoint, ExportResult), two layers a family (the machinery is
+    the same for any depth; the sentence encoder below and the benchmarks take others)."""
+
+    def make(family: str, task: str, quant: Quant):
+        ckpt = tiny_checkpoint(task, "wordpiece", family=family, num_hidden_layers=2)
+        limits = {}
+        if quant is Quant.INT4:  # random tiny weights: as the ALBERT int4 tests hold them
+            from mobile_export import Thresholds
+
+            limits = {"thresholds": Thresholds(min_agreement=0.9, min_sqnr_db=5.0, min_example_sqnr_db=0.0)}
+        options = ExportOptions(backends=_backends(quant), quant=quant, measure_memory=False, **limits)
+        return ckpt, shared_export(ckpt, options)
+
+    return make
+
+
+@pytest.mark.parametrize("family,task,quant", _cases(), ids=lambda v: str(v))
+def test_family_round_trip(family_export, family, task, quant):
+    ckpt, result = family_export(family, task, quant)
+    assert result.passed  # each artifact in its real runtime against transformers' model, by its precision's gate
+    report = result.report
+    assert report["model"]["model_type"] == family
+    inputs = FAMILIES[family].signature.inputs
+    manifest = json.loads((result.out / "manifest.json").read_text())
+    for a in report["artifacts"]:
+        size = a["size"]
+        assert size["sharing_preserved"], (a["file"], size["sharing_verdict"])
+        assert "each of the 2 layers is stored once" in size["sharing_verdict"]
+        if size["tied_embeddings"] and a["file"] != "model.ort":
+            assert "tied word-embedding table is stored once" in size["sharing_verdict"], a["file"]
+        entry = next(e for e in manifest["artifacts"] if e["file"] == a["file"])
+        declared = entry.get("inputs") or entry["calling_convention"].get("inputs") or list(inputs)
+        assert declared == list(inputs)
+    # independently of the export's own check: the artifact, used without its checkpoint, against transformers'
+    # model loaded from the checkpoint by transformers itself, on texts the parity run did not pick
+    import torch
+
+    from mobile_export.core.tasks import model_class_for
+
+    model = model_class_for(task, family).from_pretrained(str(ckpt)).eval()
+    for backend in (Backend.EXECUTORCH, Backend.ONNX):
+        predictor = load(result.out, backend=backend)
+        tokenizer = predictor.tokenizer
+        signal = noise = 0.0
+        for text in ENGLISH[-6:]:
+            enc = tokenizer(text, return_tensors="np", truncation=True, max_length=predictor.max_length)
+            feeds = {n: np.asarray(enc[n], dtype=np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")
+                     if n in enc}
+            feeds.setdefault("token_type_ids", np.zeros_like(feeds["input_ids"]))
+            got = predictor._runner.run(feeds)[0]
+            with torch.no_grad():
+                want = model(**{k: torch.from_numpy(v) for k, v in feeds.items() if k in inputs})[0].numpy()
+            assert got.shape == want.shape
+            signal += float(np.sum(want.astype(np.float64) ** 2))
+            noise += float(np.sum((want.astype(np.float64) - got) ** 2))
+        sqnr = 10 * np.log10(signal / max(noise, 1e-30))
+        assert sqnr >= {Quant.FP32: 60.0, Quant.INT8: 20.0, Quant.INT4: 5.0}[quant], (backend, sqnr)
+
+
+def test_a_sentence_encoder_gives_transformers_vectors(tiny_checkpoint, shared_export):
+    """A MiniLM-shaped sentence encoder (BERT: hidden 384, 12 heads, intermediate 1536, 6 layers) exported with
+    mean pooling and normalization gives transformers' mean-pooled, normalized vectors (cosine >= 0.99)."""
+    import torch
+
+    from mobile_export.model.loading import load_checkpoint
+
+    ckpt = tiny_checkpoint("feature-extraction", "wordpiece", family="bert", hidden_size=384, num_attention_heads=12,
+                           intermediate_size=1536, num_hidden_layers=6, initializer_range=0.02,
+                           max_position_embeddings=128)
+    result = shared_export(ckpt, ExportOptions(pooling="mean", normalize=True, measure_memory=False))
+    loaded = load_checkpoint(str(ckpt))
+    texts = ENGLISH[:12]
+    for backend in (Backend.EXECUTORCH, Backend.ONNX):
+        predictor = load(result.out, backend=backend)
+        for text in texts:
+            enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=128)
+            with torch.no_grad():
+                hidden = loaded.model(**enc).last_hidden_state[0]
+            mask = enc["attention_mask"][0, :, None].float()
+            want = (hidden * mask).sum(0) / mask.sum()
+            want = (want / want.norm()).numpy()
+            got = predictor.embed(text).vector.reshape(-1)
+            cosine = float(np.dot(got, want) / (np.linalg.norm(got) * np.linalg.norm(want)))
+            assert cosine >= 0.99, (backend, text, cosine)
