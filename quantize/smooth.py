@@ -32,19 +32,28 @@ class Fold:
     channels: int  # channels whose scale is not 1
 
 
+# (the producer's name ends with, that ending, what replaces it in the consumer's name) for every encoder family:
+# the embeddings' LayerNorm before a projection that reads nothing else (ALBERT's; ELECTRA's), and the attention's
+# value projection before its output projection (the mix over positions is linear in the values)
+FOLDS = (
+    ("embeddings.LayerNorm", "embeddings.LayerNorm", "encoder.embedding_hidden_mapping_in"),  # ALBERT
+    ("embeddings.LayerNorm", "embeddings.LayerNorm", "embeddings_project"),  # ELECTRA
+    ("attention.value", "value", "dense"),  # ALBERT
+    ("attention.self.value", "self.value", "output.dense"),  # BERT, ELECTRA
+    ("attention.v_lin", "v_lin", "out_lin"),  # DistilBERT
+)
+
+
 def foldable_pairs(model: torch.nn.Module) -> list[tuple[str, str]]:
-    """(producer, consumer) module names of ``model`` (a transformers ALBERT) with an exact per-channel fold."""
+    """(producer, consumer) module names of ``model`` (a transformers encoder) with an exact per-channel fold."""
     names = dict(model.named_modules())
     pairs = []
     for name in names:
-        if name.endswith("embeddings.LayerNorm"):
-            consumer = name.replace("embeddings.LayerNorm", "encoder.embedding_hidden_mapping_in")
-            if consumer in names:
+        for ending, old, new in FOLDS:
+            consumer = name[: -len(old)] + new
+            if name.endswith(ending) and consumer in names:
                 pairs.append((name, consumer))
-        elif name.endswith("attention.value"):
-            consumer = name[: -len("value")] + "dense"
-            if consumer in names:
-                pairs.append((name, consumer))
+                break
     return pairs
 
 

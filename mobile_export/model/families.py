@@ -1,6 +1,7 @@
 """Encoder families as data: how a checkpoint of each maps onto the stages the tool exports (embed, the layers or
 layer groups, head), the inputs its models take, its masked-LM head, how its weights group in a size breakdown,
-and the config fields a report records. One registry; ``mobile-export list`` prints it.
+and the config fields a report records (the repairs' exact folds are ``quantize.smooth.FOLDS``). One registry;
+``mobile-export list`` prints it.
 
 ALBERT runs one shared layer group for every depth (``layer_schedule`` [0] * layers), stored and packed once; the
 others (BERT, ELECTRA, DistilBERT) have L distinct layers, the same machinery with L groups each run once. Every
@@ -40,7 +41,6 @@ class Family:
     layer_part: str  # the size breakdown's name for the layers' weights
     parts: tuple[tuple[str, str], ...]  # (fragment of a parameter name, part) checked before the common ones
     summary_keys: tuple[str, ...]  # the config fields a report records (enough to rebuild the shapes)
-    folds: tuple[tuple[str, str], ...] = ()  # (producer, consumer) name suffixes of exact per-channel folds
 
     @property
     def size_parts(self) -> tuple[str, ...]:
@@ -124,7 +124,6 @@ FAMILIES: dict[str, Family] = {
                 "hidden_act",
                 "tie_word_embeddings",
             ),
-            folds=(("embeddings.LayerNorm", "encoder.embedding_hidden_mapping_in"),),
         ),
         Family(
             name="bert",
@@ -153,7 +152,6 @@ FAMILIES: dict[str, Family] = {
             layer_part="encoder layers",
             parts=(("embeddings_project", PROJECTION), ("encoder.layer.", "encoder layers")),
             summary_keys=(*_BERT_KEYS[:1], "embedding_size", *_BERT_KEYS[1:]),
-            folds=(("embeddings.LayerNorm", "embeddings_project"),),
         ),
         Family(
             name="distilbert",

@@ -204,11 +204,16 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
 
 
 def short_weight(name: str) -> str:
-    """A weight's name without the path every ALBERT shares: ``layer 0.attention.query``."""
+    """A weight's name without the path every model of its family shares: ``layer 0.attention.query``."""
     if ".albert_layers." in name:
         group = name.split(".albert_layer_groups.", 1)[-1].split(".", 1)[0]
         return ("" if group == "0" else f"group {group} ") + "layer " + name.split(".albert_layers.", 1)[-1]
-    return name.removeprefix("albert.").removeprefix("encoder.")
+    for layers in ("encoder.layer.", "transformer.layer."):  # BERT, ELECTRA; DistilBERT
+        if layers in name:
+            return "layer " + name.split(layers, 1)[1]
+    for prefix in ("albert.", "bert.", "electra.", "distilbert."):
+        name = name.removeprefix(prefix)
+    return name.removeprefix("encoder.")
 
 
 def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], list[list[str]]]]:
