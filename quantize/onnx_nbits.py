@@ -20,7 +20,7 @@ from pathlib import Path
 from .onnx_dynamic import OnnxQuantStats, count_ops, drop_unread_initializers, graphs, prepare_file, unique_namer
 from .schemes import INT4_KERNELS
 
-WORD_EMBEDDINGS = "word_embeddings"
+IDS_INPUT = "input_ids"  # the word-embedding lookup is the Gather of these ids, whatever its table is named
 MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
 
 
@@ -251,12 +251,13 @@ def quantize_file_int4(src: Path, dst: Path, group_size: int, kernel: str = "nbi
     padded = padded_widths(model, group_size)
     widened = widen_matmuls(model, group_size) if kernel == "int8" else 0
     # Only the word-embedding table is looked up in 4 bits; position and token-type tables are small
-    # and every token reads them, so they stay fp32.
+    # and every token reads them, so they stay fp32. The table is found by the ids it reads: a tied table
+    # carries the decoder's name when the exporter meets the decoder first (DistilBERT's vocab_projector).
     keep = [
         node.name
         for graph, _ in graphs(model.graph)
         for node in graph.node
-        if node.op_type == "Gather" and WORD_EMBEDDINGS not in node.input[0]
+        if node.op_type == "Gather" and node.input[1] != IDS_INPUT
     ]
     config = DefaultWeightOnlyQuantConfig(
         block_size=group_size,

@@ -83,6 +83,8 @@ def test_family_round_trip(family_export, family, task, quant, formats):
         assert "each of the 2 layers is stored once" in size["sharing_verdict"] or known
         if size["tied_embeddings"] and not known:
             assert "tied word-embedding table is stored once" in size["sharing_verdict"], a["file"]
+        if quant is Quant.INT4 and a["file"] == "model.onnx":  # the word lookup is 4-bit, whatever its table's name
+            assert a["stats"]["int4"]["int4_lookups"] == 1, a["stats"]["int4"]
         entry = next(e for e in manifest["artifacts"] if e["file"] == a["file"])
         declared = entry.get("inputs") or entry["calling_convention"].get("inputs") or list(inputs)
         assert declared == list(inputs)

@@ -117,8 +117,8 @@ CASES = {
     "damaged-header-pte": ("model.pte", _bytes("model.pte", lambda b: b[:4] + b"\0\0\0\0" + b[8:]), "not an ExecuTorch program"),
     "onnx-renamed-pte": ("model.pte", _bytes("model.onnx", lambda b: b), "rename it .onnx"),
     "pte-renamed-onnx": ("model.onnx", _bytes("model.pte", lambda b: b), "not an ONNX model"),
-    "add-graph-onnx": ("model.onnx", lambda g, d: _add_graph(d), "not an ALBERT export"),
-    "float-inputs-onnx": ("model.onnx", lambda g, d: _float_inputs(d), "not an ALBERT export"),
+    "add-graph-onnx": ("model.onnx", lambda g, d: _add_graph(d), "not an export of mobile-export"),
+    "float-inputs-onnx": ("model.onnx", lambda g, d: _float_inputs(d), "not an export of mobile-export"),
     "traversal-onnx": ("model.onnx", lambda g, d: _external(g, d, "../../../../etc/passwd"), "outside the artifact's folder"),
     "absolute-data-onnx": ("model.onnx", lambda g, d: _external(g, d, "/etc/passwd"), "outside the artifact's folder"),
     "missing-data-onnx": ("model.onnx", lambda g, d: (_external(g, d, "gone.data")), "missing"),
@@ -127,7 +127,7 @@ CASES = {
     "custom-domain-onnx": ("model.onnx", _custom_domain, "custom domain 'com.evil'"),
     "symlink-to-system-file-onnx": ("model.onnx", lambda g, d: d.symlink_to("/etc/passwd"), "symlink to /etc/passwd"),
     "directory-pte": ("model.pte", lambda g, d: d.mkdir(), "not a regular file"),
-    "other-interface-pte": ("model.pte", lambda g, d: _pte_other_interface(d), "not an ALBERT export"),
+    "other-interface-pte": ("model.pte", lambda g, d: _pte_other_interface(d), "not an export of mobile-export"),
 }
 
 

@@ -103,9 +103,9 @@ def test_broken_folders(tiny_checkpoint, tmp_path, breakage, match):
         (dst / "config.json").unlink()
     elif breakage == "bad-json":
         (dst / "config.json").write_text("{not json")
-    elif breakage == "bert":
+    elif breakage == "gpt2":
         cfg = json.loads((dst / "config.json").read_text())
-        cfg["model_type"] = "bert"
+        cfg["model_type"] = "gpt2"
         (dst / "config.json").write_text(json.dumps(cfg))
     elif breakage == "no-weights":
         (dst / "model.safetensors").unlink()

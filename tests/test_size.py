@@ -98,3 +98,28 @@ def test_verdict_catches_unshared_weights(tiny_checkpoint, tmp_path):
     assert verdict["sharing_preserved"] is False
     assert verdict["extra_copies_bytes"]["shared encoder layer"] > 0
     assert "NOT preserved" in verdict["sharing_verdict"]
+
+
+def test_verdict_catches_a_matrix_left_at_full_precision(tiny_checkpoint, tmp_path):
+    """A quantized artifact that also stores a weight matrix at fp32 (as an int4 .onnx did whose tied table the
+    4-bit lookup missed) holds a second copy of it: flagged, with the bytes, where the file without it passes."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    ckpt = tiny_checkpoint("feature-extraction", num_hidden_layers=2)
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT8,
+                                                          measure_memory=False))
+    model_info = result.report["model"]
+    good = tmp_path / "o" / "model.onnx"
+    assert breakdown(good, model_info, "int8", True)["sharing_preserved"] is True
+    config = model_info["config"]
+    model = onnx.load(str(good))
+    table = np.zeros((config["vocab_size"], config["embedding_size"]), dtype=np.float32)
+    model.graph.initializer.append(numpy_helper.from_array(table, "fp32_word_table"))
+    bad = tmp_path / "bad" / "model.onnx"
+    bad.parent.mkdir()
+    onnx.save(model, str(bad), save_as_external_data=True, location="model.onnx.data")
+    verdict = breakdown(bad, model_info, "int8", True)
+    assert verdict["sharing_preserved"] is False, verdict["sharing_verdict"]
+    assert verdict["extra_copies_bytes"]["word embeddings"] == table.nbytes

@@ -72,8 +72,8 @@ BACKENDS: dict[Backend, BackendInfo] = {
         runtime_modules=("onnxruntime",),
         quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=True,
-        notes="batch and sequence length dynamic; opset 18; ALBERT's shared layer as a Loop body; weights in "
-        "model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
+        notes="batch and sequence length dynamic; ALBERT's shared layer group as a Loop body, other families' "
+        "layers one after another; weights in model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
         granularity="tensor",
         int8_mode=None,
         data_files=("model.onnx.data",),

@@ -233,6 +233,9 @@ def _match(
     if tied_embeddings(model) and group_size is not None:
         table = model.get_input_embeddings().weight
         decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
+    # a matrix left at fp32 where quantization should have taken it (an unquantized copy) is an extra copy too
+    family = family_of(model.config.model_type)
+    whole = {p.numel() * 4: family.part_of(n) for n, p in model.named_parameters() if p.dim() == 2}
     free: dict[int, list[str]] = defaultdict(list)
     for group, size in slots:
         free[size].append(group)
@@ -244,6 +247,7 @@ def _match(
             groups[free[len(b)].pop(0)] += len(b)
             continue
         taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
+        taken = taken or ([whole[len(b)]] if len(b) in whole else [])
         if taken:
             groups[taken[0]] += len(b)
             extra_copies[taken[0]] += len(b)
@@ -256,9 +260,9 @@ def _sharing_verdict(
     family: Family, groups: Counter, extra_copies: Counter, counts: dict, tied: bool
 ) -> tuple[bool, str]:
     """(every weight stored once, the verdict sentence). Stored once: no blob beyond one copy of each layer
-    parameter (ALBERT's shared layer whatever the depth; another family's each layer), and (tied word embeddings)
-    no second copy of the table: the decoder's weight is no slot of its own then, so a decoder stored apart is
-    an extra copy of the word embeddings."""
+    parameter (ALBERT's shared layer whatever the depth; another family's each layer), no second copy of any other
+    part, and (tied word embeddings) no second copy of the table: the decoder's weight is no slot of its own then,
+    so a decoder stored apart is an extra copy of the word embeddings."""
     part = family.layer_part
     layer_bytes = groups[part]
     problems = []
@@ -267,6 +271,9 @@ def _sharing_verdict(
         problems.append(f"{extra_copies[part]:,} B of extra copies of {what}")
     if tied and extra_copies["word embeddings"]:
         problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
+    for other in family.size_parts:  # any other part stored twice (e.g. a matrix also kept at fp32)
+        if other != part and extra_copies[other] and not (tied and other == "word embeddings"):
+            problems.append(f"{extra_copies[other]:,} B of extra copies of the {other}")
     if family.shared:
         once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
     else:

@@ -66,7 +66,7 @@ def _heads(query, key, value, hidden: torch.Tensor, mask: torch.Tensor | None, h
     """Multi-head attention of a batch of one as 3D batched matmuls: ``hidden`` ``[1, S, 1, W]`` in, the context
     ``[1, S, 1, W]`` out (``mask``: ``[1, 1, S]`` additive; the query carries the score scaling). Every reshape has
     static sizes and one ``-1``; each projection reads its own view of the input (``_xnnpack_attention_forward``)."""
-    width = query.weight.shape[0]
+    width = hidden.shape[-1]  # the projections keep the width (a padded int4 Linear has no .weight of its own)
     size = width // heads
     q = query(hidden.view(-1, width)).view(-1, heads, size).permute(1, 0, 2)  # [H, S, D]
     k = key(hidden.view(1, -1, width)).view(-1, heads, size).permute(1, 2, 0)  # [H, D, S]
