@@ -102,19 +102,37 @@ def build_tiny_checkpoint(
     """
     import torch
     import transformers
-    from transformers import AlbertTokenizer, AutoConfig, BertTokenizer
+    from transformers import AutoConfig
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     texts = list(texts or builtin_texts())
+    tok = _write_tokenizer(dest, tokenizer, texts, config_overrides)
+    params = _config_fields(tok, task, family, config_overrides)
+    config = AutoConfig.for_model(family, **params)
+    architecture = _PREFIX[family] + _ARCH[task]
+    config.architectures = [architecture]
+    torch.manual_seed(seed)
+    model = getattr(transformers, architecture)(config).eval()
+    model.save_pretrained(str(dest), safe_serialization=True)
+    cfg = json.loads((dest / "config.json").read_text())
+    assert cfg["model_type"] == family
+    return dest
+
+
+def _write_tokenizer(dest: Path, tokenizer: str, texts: list[str], overrides: dict):
+    """Write a tokenizer of ``tokenizer``'s kind trained on ``texts`` into ``dest`` and return it (pops the
+    vocabulary size ``overrides`` name)."""
+    from transformers import AlbertTokenizer, BertTokenizer
+
     if tokenizer == "wordpiece":
         vocab = _wordpiece_vocab(texts)
         # a larger vocabulary (up to albert-base's 30,000) as BERT's vocabularies grow one: unused slots
-        vocab += [f"[unused{i}]" for i in range(int(config_overrides.pop("wordpiece_size", 0)) - len(vocab))]
+        vocab += [f"[unused{i}]" for i in range(int(overrides.pop("wordpiece_size", 0)) - len(vocab))]
         (dest / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
         tok = BertTokenizer.from_pretrained(str(dest))
     elif tokenizer == "sentencepiece":
-        train_sentencepiece(texts * 4, dest / "spiece", vocab_size=int(config_overrides.pop("sp_vocab_size", 200)))
+        train_sentencepiece(texts * 4, dest / "spiece", vocab_size=int(overrides.pop("sp_vocab_size", 200)))
         (dest / "spiece.vocab").unlink(missing_ok=True)
         tok = AlbertTokenizer.from_pretrained(str(dest))
     else:
@@ -122,6 +140,11 @@ def build_tiny_checkpoint(
     tok.save_pretrained(str(dest))
     for extra in ("tokenizer.json",):  # keep the folder like the real ones: vocab + config
         (dest / extra).unlink(missing_ok=True)
+    return tok
+
+
+def _config_fields(tok, task: str, family: str, overrides: dict) -> dict:
+    """The config fields of a tiny ``family`` checkpoint for ``task`` (in the family's own names)."""
     params = dict(
         vocab_size=len(tok),
         embedding_size=16,
@@ -146,19 +169,11 @@ def build_tiny_checkpoint(
         params["hidden_act"] = "gelu"
         if family != "electra":
             params.pop("embedding_size")
-    params.update(config_overrides)
+    params.update(overrides)
     if family == "distilbert":
         params = {_DISTILBERT_NAMES.get(k, k): v for k, v in params.items() if k != "type_vocab_size"}
         params.update(seq_classif_dropout=0.0, qa_dropout=0.0)
-    config = AutoConfig.for_model(family, **params)
-    architecture = _PREFIX[family] + _ARCH[task]
-    config.architectures = [architecture]
-    torch.manual_seed(seed)
-    model = getattr(transformers, architecture)(config).eval()
-    model.save_pretrained(str(dest), safe_serialization=True)
-    cfg = json.loads((dest / "config.json").read_text())
-    assert cfg["model_type"] == family
-    return dest
+    return params
 
 
 def main(argv: list[str] | None = None) -> int:

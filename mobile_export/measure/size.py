@@ -193,11 +193,13 @@ def breakdown(
     group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
     xnnpack = backends.for_path(path) is Backend.EXECUTORCH
     model, config = _meta_model(model_info)
-    groups, extra_copies, unmatched = _match(blobs, model, quant, int8_embeddings, group_size, xnnpack, fp32_linears)
+    groups, extra_copies, unmatched, unquantized = _match(
+        blobs, model, quant, int8_embeddings, group_size, xnnpack, fp32_linears
+    )
     counts = parameter_counts(model, config)
     tied = tied_embeddings(model)
     family = family_of(config.model_type)
-    preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied)
+    preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied, unquantized)
     out.update(
         {
             "groups": {g: int(groups[g]) for g in family.size_parts},
@@ -223,10 +225,11 @@ def _match(
     group_size: int | None,
     xnnpack: bool,
     fp32_linears: Sequence[str],
-) -> tuple[Counter, Counter, int]:
+) -> tuple[Counter, Counter, int, Counter]:
     """Every stored blob matched by size to a part of the (meta) model: (bytes per part, bytes of extra copies
-    per part, bytes matched to no part). Duplicates are matched too: the same bytes stored twice cost twice (the
-    regression ExecuTorch 1.1-1.2 had wrote the shared layer once per layer, identical bytes)."""
+    per part, bytes matched to no part, bytes of extra copies that are a quantized matrix kept at fp32). Duplicates
+    are matched too: the same bytes stored twice cost twice (the regression ExecuTorch 1.1-1.2 had wrote the shared
+    layer once per layer, identical bytes)."""
     slots = _slots(model, quant, int8_embeddings, group_size, xnnpack, frozenset(fp32_linears))
     # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
     decoder = set()
@@ -241,28 +244,31 @@ def _match(
         free[size].append(group)
     groups: Counter = Counter()
     extra_copies: Counter = Counter()
+    unquantized: Counter = Counter()
     unmatched = 0
     for b in sorted(blobs, key=len, reverse=True):
         if free.get(len(b)):
             groups[free[len(b)].pop(0)] += len(b)
             continue
         taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
-        taken = taken or ([whole[len(b)]] if len(b) in whole else [])
+        if not taken and len(b) in whole:
+            taken = [whole[len(b)]]
+            unquantized[whole[len(b)]] += len(b)
         if taken:
             groups[taken[0]] += len(b)
             extra_copies[taken[0]] += len(b)
         else:
             unmatched += len(b)
-    return groups, extra_copies, unmatched
+    return groups, extra_copies, unmatched, unquantized
 
 
 def _sharing_verdict(
-    family: Family, groups: Counter, extra_copies: Counter, counts: dict, tied: bool
+    family: Family, groups: Counter, extra_copies: Counter, counts: dict, tied: bool, unquantized: Counter
 ) -> tuple[bool, str]:
     """(every weight stored once, the verdict sentence). Stored once: no blob beyond one copy of each layer
-    parameter (ALBERT's shared layer whatever the depth; another family's each layer), no second copy of any other
-    part, and (tied word embeddings) no second copy of the table: the decoder's weight is no slot of its own then,
-    so a decoder stored apart is an extra copy of the word embeddings."""
+    parameter (ALBERT's shared layer whatever the depth; another family's each layer), no matrix of another part
+    also stored at fp32 (``unquantized``), and (tied word embeddings) no second copy of the table: the decoder's
+    weight is no slot of its own then, so a decoder stored apart is an extra copy of the word embeddings."""
     part = family.layer_part
     layer_bytes = groups[part]
     problems = []
@@ -271,9 +277,9 @@ def _sharing_verdict(
         problems.append(f"{extra_copies[part]:,} B of extra copies of {what}")
     if tied and extra_copies["word embeddings"]:
         problems.append(f"tied embeddings stored twice, {extra_copies['word embeddings']:,} bytes extra")
-    for other in family.size_parts:  # any other part stored twice (e.g. a matrix also kept at fp32)
-        if other != part and extra_copies[other] and not (tied and other == "word embeddings"):
-            problems.append(f"{extra_copies[other]:,} B of extra copies of the {other}")
+    for other, extra in unquantized.items():  # a matrix also kept at fp32 where quantization should take it
+        if extra and other != part and not (tied and other == "word embeddings"):
+            problems.append(f"{extra:,} B of the {other} also stored at fp32")
     if family.shared:
         once = f"the shared layer is stored once ({layer_bytes:,} B) for {counts['layers']} layers"
     else:
