@@ -17,6 +17,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# one cache of derived tables (keyed by the libraries) for the workers and the processes they start, not the user's
+# own (test_diskcache computes them in a cache of its own)
+os.environ.setdefault("MOBILE_EXPORT_CACHE", os.path.join("/tmp", f"mobile-export-tests-{os.getuid()}"))
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # the workers share the cores: one thread each for ONNX Runtime, ExecuTorch and PyTorch (and the processes
     # tests start), else their spinning thread pools oversubscribe the cores (BENCHMARKS.md, "The test suite's time")

@@ -23,6 +23,7 @@ import functools
 import json
 from typing import Any
 
+from ..core.diskcache import cached_json
 from ..core.errors import UnsupportedError
 
 TABLE_SCHEMA = 1
@@ -50,8 +51,27 @@ def _ranges(cps: list[int]) -> list[list[int]]:
     return out
 
 
+def _library_versions() -> dict:
+    """What the probed tables depend on besides their spec: the Rust tokenizers' and regex's Unicode data."""
+    import unicodedata
+
+    import regex
+    import tokenizers
+
+    return {
+        "schema": TABLE_SCHEMA,
+        "tokenizers": tokenizers.__version__,
+        "regex": regex.__version__,
+        "unicode": unicodedata.unidata_version,
+    }
+
+
 @functools.lru_cache(maxsize=16)
 def _charwise_table_cached(spec: str) -> dict:
+    return cached_json("charwise", {**_library_versions(), "spec": spec}, lambda: _probe_spec(spec))
+
+
+def _probe_spec(spec: str) -> dict:
     from tokenizers import normalizers
 
     steps = json.loads(spec)
@@ -94,7 +114,11 @@ def _probe(normalizer) -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _split_classes() -> dict:
-    """Which code points the BERT pre-tokenizer treats as whitespace and as punctuation."""
+    """Which code points the BERT pre-tokenizer treats as whitespace and as punctuation (cached on disk)."""
+    return cached_json("bert-split", _library_versions(), _probe_split_classes)
+
+
+def _probe_split_classes() -> dict:
     from tokenizers import pre_tokenizers
 
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -113,7 +137,11 @@ def _split_classes() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _grapheme_classes() -> dict:
-    """Extended grapheme cluster classes (via the ``regex`` module's \\X, Unicode's UAX #29)."""
+    """Extended grapheme cluster classes (via the ``regex`` module's \\X, Unicode's UAX #29; cached on disk)."""
+    return cached_json("graphemes", _library_versions(), _probe_grapheme_classes)
+
+
+def _probe_grapheme_classes() -> dict:
     import regex
 
     cluster = regex.compile(r"\X")
