@@ -88,6 +88,9 @@ def test_family_round_trip(family_export, family, task, quant, formats):
         entry = next(e for e in manifest["artifacts"] if e["file"] == a["file"])
         declared = entry.get("inputs") or entry["calling_convention"].get("inputs") or list(inputs)
         assert declared == list(inputs)
+    if quant is Quant.INT8:  # the diagnosis names its steps by the family: layers, not runs of a shared layer
+        md = (result.out / "report.md").read_text()
+        assert "int8 error by layer" in md and "by depth" not in md
     # independently of the export's own check: the artifact, used without its checkpoint, against transformers'
     # model loaded from the checkpoint by transformers itself, on texts the parity run did not pick
     import torch

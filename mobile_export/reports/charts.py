@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import io
 
-from .records import DepthSeries, ReportRecord, depth_series
+from .records import DepthSeries, ReportRecord, depth_series, depth_words
 
 
 def _figure_png(fig) -> str:
@@ -95,11 +95,12 @@ def plots(report: ReportRecord) -> list[tuple[str, str]]:
                 label=s.label,
             )
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("depth (runs of the shared layer)")
+        words = depth_words(report.model)
+        ax.set_xlabel(words.axis)
         ax.set_ylabel("hidden state SQNR vs fp32 (dB)")
-        ax.set_title("int8 error by depth")
+        ax.set_title(words.title)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
-        out.append(("int8 error by depth: the hidden state after each run of the shared layer", _figure_png(fig)))
+        out.append((f"{words.title}: {words.after}", _figure_png(fig)))
     sized = [(a.file, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
         fig, ax = plt.subplots(figsize=(6, 0.6 + 0.5 * len(sized)))

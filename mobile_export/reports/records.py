@@ -167,6 +167,29 @@ class DepthSeries:
     sqnr_db: tuple[float | None, ...]
 
 
+@dataclass(frozen=True)
+class DepthWords:
+    """How a report names the steps of the error by depth: runs of ALBERT's shared layer, or another family's
+    layers (error by layer)."""
+
+    step: str  # a table's column
+    title: str
+    axis: str
+    after: str  # what each point is
+
+
+def depth_words(model: dict[str, Any]) -> DepthWords:
+    """The words for ``model`` (report.json's model section; a report without a model type is ALBERT's)."""
+    if model.get("model_type", "albert") == "albert":
+        return DepthWords(
+            "depth",
+            "int8 error by depth",
+            "depth (runs of the shared layer)",
+            "the hidden state after each run of the shared layer",
+        )
+    return DepthWords("layer", "int8 error by layer", "layer", "the hidden state after each layer")
+
+
 def depth_series(diagnosis: dict[str, Any], repair: dict[str, Any]) -> list[DepthSeries]:
     """The error-by-depth lines a report shows: each runtime emulated, each artifact in its runtime, and each
     artifact the applied repair re-exported (report.json's ``diagnosis`` and ``repair``)."""

@@ -17,7 +17,7 @@ from ..core.thresholds import Thresholds
 from ..measure.memory import MemoryFigures
 from ..measure.size import SizeEntry
 from .charts import plots
-from .records import GRANULARITY_RUNTIME, ReportRecord, depth_series, mismatch
+from .records import GRANULARITY_RUNTIME, DepthWords, ReportRecord, depth_series, depth_words, mismatch
 
 
 def _pct(v) -> str:
@@ -179,7 +179,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     if worst:
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
     diagnosis, repair = report.diagnosis or {}, report.repair or {}
-    out += _diagnosis_sections(diagnosis, repair) + _repair_sections(repair)
+    out += _diagnosis_sections(diagnosis, repair, depth_words(report.model)) + _repair_sections(repair)
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
         parts = list((sized[0][1].get("groups") or {}).keys())  # the family's parts (one model per report)
@@ -216,7 +216,7 @@ def short_weight(name: str) -> str:
     return name.removeprefix("encoder.")
 
 
-def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+def _diagnosis_sections(d: dict, repair: dict, words: DepthWords) -> list[tuple[str, list[str], list[list[str]]]]:
     """The int8 diagnosis: each weight's input channels and error share, and the error by depth (emulated, and
     each artifact in its runtime, plain and repaired)."""
     if not d.get("inputs"):
@@ -254,9 +254,9 @@ def _diagnosis_sections(d: dict, repair: dict) -> list[tuple[str, list[str], lis
         ]
         out.append(
             (
-                "int8 error by depth of the shared layer (hidden state after each run, SQNR dB; emulated in PyTorch, "
-                "and each artifact in its runtime through its layer loop)",
-                ["depth"] + [s.label for s in series],
+                f"{words.title} ({words.after}, SQNR dB; emulated in PyTorch, and each artifact in its runtime "
+                "through its layer loop)",
+                [words.step] + [s.label for s in series],
                 drows,
             )
         )
