@@ -42,7 +42,7 @@ public class ExecuTorchRunnerTest {
             }
         };
         try {
-            new ExecuTorchRunner(PTE);
+            new ExecuTorchRunner(PTE, 3);
             fail("a .pte without forward or the layer loop was accepted");
         } catch (IOException expected) {
             assertTrue(expected.getMessage().contains("neither"));
@@ -64,12 +64,31 @@ public class ExecuTorchRunnerTest {
                 return new EValue[] {floats(ids.length, -ids.length)};
             }
         };
-        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE)) {
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE, 3)) {
             assertArrayEquals(new float[] {3, -3}, runner.run(TEXT), 0f);
             assertTrue(runner.name(), runner.name().contains("forward"));
         }
         assertEquals(List.of("forward/3"), calls);
         assertEquals(1, Module.destroyed);
+    }
+
+    @Test
+    public void aProgramOfTwoInputsIsFedTwo() throws Exception {
+        List<String> calls = new ArrayList<>(); // DistilBERT: input_ids and attention_mask, no token type ids
+        Module.next = new Module.Program() {
+            public String[] methods() {
+                return new String[] {"forward"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                calls.add(method + "/" + inputs.length);
+                return new EValue[] {floats(1, 2)};
+            }
+        };
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE, 2)) {
+            assertArrayEquals(new float[] {1, 2}, runner.run(TEXT), 0f);
+        }
+        assertEquals(List.of("forward/2"), calls);
     }
 
     @Test
@@ -99,7 +118,7 @@ public class ExecuTorchRunnerTest {
                 }
             }
         };
-        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE)) {
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE, 3)) {
             assertArrayEquals(new float[] {16, 16}, runner.run(TEXT), 0f);
             assertTrue(runner.name(), runner.name().contains("4 layers"));
         }
