@@ -57,12 +57,13 @@ arm64-env: install
 
 # The demo's int8 and int4 .pte and .onnx on cortex-a53, cortex-a76 and cortex-a710, and the gate refusing a
 # run that differs on one of them; artifacts --repair fixed (a fold; weights kept fp32) on cortex-a53 and a76; a BERT
-# and a DistilBERT int8 export on cortex-a53 and a710;
+# and a DistilBERT int8 export on cortex-a53 and a710; the demo on qemu's max CPU (SME2: KleidiAI's SME2 kernels);
 # then ONNX Runtime on qemu's Haswell CPU (AVX2 without VNNI, the kernel that saturates), which the same
 # environment's qemu-x86_64 emulates on any host. The files run side by side.
 test-arm64: arm64-env
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'arm64 or x86_emulated' tests/test_arm64.py \
-		tests/test_arm64_repair.py tests/test_arm64_gate.py tests/test_arm64_families.py tests/test_x86_emulated.py
+		tests/test_arm64_repair.py tests/test_arm64_gate.py tests/test_arm64_families.py tests/test_arm64_sme2.py \
+		tests/test_x86_emulated.py
 
 # android_demo/core: plain Java, compiled with javac and tested with JUnit 4 on the JVM. Needs
 # `apt-get install -y default-jdk-headless junit4 libandroid-json-java` (.ci/run installs them).

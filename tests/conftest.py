@@ -114,6 +114,20 @@ def shared_export(tmp_path_factory):
     assert not changed, f"a test changed a shared export folder (copy it first): {changed}"
 
 
+@pytest.fixture(scope="session")
+def demo_quantized(tmp_path_factory):
+    """The demo exported to int8 and int4 (.pte and .onnx, gates on): {quant: folder}, built once per run."""
+    from mobile_export.cli.main import main
+
+    def build(dest: Path) -> dict[str, Path]:
+        demo = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
+        for quant in ("int8", "int4"):
+            assert main(["export", str(demo), "--out", str(dest / quant), "--quant", quant, "--no-memory", "--quiet"]) == 0
+        return {quant: dest / quant for quant in ("int8", "int4")}
+
+    return _built_once(tmp_path_factory, "demo-quantized", ("int8", "int4"), build)
+
+
 def _module_digest(module) -> str:
     """What decides an artifact's bytes inside ``module``: every submodule's type and plain attributes
     (heads, pooling, output names, the model config) and every parameter and buffer's bytes."""

@@ -11,43 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from arm64_demo import DEMO, write_sample
 from mobile_export.cli.main import main
-from mobile_export.parity.metrics import BUCKETS, bucket_of
 
-DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 CPUS = "cortex-a53,cortex-a76,cortex-a710"
 
 pytestmark = pytest.mark.arm64
 
 
-def _sample(tokenizer, per_bucket: int = 5, longest: int = 4) -> list[tuple[str, int]]:
-    """A fixed sample of the test split: the first reviews of each length bucket, and the longest ones."""
-    from mobile_export.demo.data import load_reviews
-
-    reviews = load_reviews()["test"]
-    lengths = [len(tokenizer(t)["input_ids"]) for t, _ in reviews]
-    chosen: list[int] = []
-    for k in range(len(BUCKETS)):
-        chosen += [i for i, n in enumerate(lengths) if bucket_of(n) == k][:per_bucket]
-    chosen += sorted(range(len(reviews)), key=lambda i: -lengths[i])[:longest]
-    return [reviews[i] for i in sorted(set(chosen))]
-
-
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo exported to int8 and int4, both formats, and the sample as a labelled data file."""
-    from transformers import AutoTokenizer
-
-    root = tmp_path_factory.mktemp("arm64")
-    artifacts = []
-    for quant in ("int8", "int4"):
-        out = root / quant
-        assert main(["export", str(DEMO), "--out", str(out), "--quant", quant, "--no-memory", "--quiet"]) == 0
-        artifacts += [out / "model.pte", out / "model.onnx"]
-    sample = _sample(AutoTokenizer.from_pretrained(str(DEMO)))
-    data = root / "sample.tsv"
-    data.write_text("".join(f"{y}\t{t}\n" for t, y in sample), encoding="utf-8")
-    return artifacts, data, len(sample)
+def demo(demo_quantized, tmp_path_factory):
+    """The demo's int8 and int4 artifacts and the sample as a labelled data file."""
+    data = tmp_path_factory.mktemp("arm64") / "sample.tsv"
+    n = write_sample(data)
+    return [demo_quantized[q] / name for q in ("int8", "int4") for name in ("model.pte", "model.onnx")], data, n
 
 
 def test_demo_artifacts_pass_on_three_phone_cpus(demo, tmp_path, capsys):

@@ -182,7 +182,7 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
         "--cpus",
         default=",".join(DEFAULT_ARM64_CPUS),
         help=f"with --isa arm64: qemu CPU models (default {','.join(DEFAULT_ARM64_CPUS)}: no dotprod, "
-        "dotprod, SVE2+i8mm)",
+        "dotprod, SVE2+i8mm, SME2)",
     )
     pa.add_argument(
         "--ignore-manifest",

@@ -255,6 +255,7 @@ def add_isa(
         own.accuracy,
         VsHost(vs_host.decisive_agreement, vs_host.agreement, vs_host.max_abs_diff, vs_host.sqnr_db, agreement),
         tuple(failures),
+        features=tally.cpu_features.get(str(check.cpu), ()),
     )
     host.isa.append(run)
     if failures:

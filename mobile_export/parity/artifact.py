@@ -42,6 +42,7 @@ class IsaRun:
     vs_host: VsHost
     failures: tuple[str, ...]
     isa: str = "arm64"
+    features: tuple[str, ...] = ()  # what the emulated CPU announced (dotprod, i8mm, sve2, sme2, ...)
 
     @property
     def passed(self) -> bool:
@@ -53,6 +54,7 @@ class IsaRun:
         return {
             "isa": d.pop("isa"),
             **{k: d[k] for k in ("cpu", "n_examples", "max_abs_diff", "sqnr_db", "min_example_sqnr_db")},
+            "features": list(self.features),
             **{k: d[k] for k in ("agreement", "decisive_agreement", "near_ties", "accuracy", "vs_host")},
             "passed": self.passed,
             "failures": list(self.failures),
@@ -81,6 +83,7 @@ class IsaRun:
             ),
             tuple(d.get("failures", ())),
             d.get("isa", "arm64"),
+            tuple(d.get("features", ())),
         )
 
 

@@ -127,6 +127,7 @@ class Tally:
     labelled: int = 0
     reference_seconds: float = 0.0
     golden: list[dict] = field(default_factory=list)
+    cpu_features: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per emulated CPU model
 
     @staticmethod
     def empty(task: TaskSpec, checks: Sequence[ArtifactCheck], seed: int = 0) -> "Tally":
@@ -158,6 +159,7 @@ class Tally:
         self.labelled += other.labelled
         self.reference_seconds += other.reference_seconds
         self.golden += other.golden[: GOLDEN - len(self.golden)]
+        self.cpu_features.update(other.cpu_features)
 
 
 @dataclass
@@ -188,6 +190,7 @@ class Checker:
     ) -> None:
         self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
         self.emulators: dict = {}
+        self.cpu_features: dict[str, tuple[str, ...]] = {}
         try:
             self.runners = [self._emulated(c, arm64) if c.cpu else _load_runner(c, threads) for c in self.checks]
             for check, runner in zip(self.checks, self.runners):
@@ -206,6 +209,7 @@ class Checker:
         cpu = str(check.cpu)
         if cpu not in self.emulators:
             self.emulators[cpu] = Emulator(arm64, cpu)
+            self.cpu_features[cpu] = self.emulators[cpu].features()
         return EmulatedRunner(self.emulators[cpu], check.name, check.backend.value, check.path)
 
     def close(self) -> None:
@@ -215,7 +219,9 @@ class Checker:
         self.emulators = {}
 
     def new_tally(self, seed: int = 0) -> Tally:
-        return Tally.empty(self.loaded.task, self.checks, seed)
+        tally = Tally.empty(self.loaded.task, self.checks, seed)
+        tally.cpu_features.update(self.cpu_features)
+        return tally
 
     def _values(self, length: int) -> int:
         """Output values of one example of ``length`` tokens."""

@@ -149,7 +149,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
     isa = [
         [
             a.file,
-            e.cpu,
+            f"{e.cpu} ({', '.join(e.features)})" if e.features else e.cpu,
             _num(e.max_abs_diff),
             _num(e.sqnr_db, ".1f"),
             _num(e.min_example_sqnr_db, ".1f"),

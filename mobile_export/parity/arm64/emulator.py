@@ -1,6 +1,6 @@
 """One emulated ARM64 process per phone CPU model, serving artifact runs over a pipe.
 
-The host sends length-prefixed pickles (``load``, ``run``, ``versions``) to ``worker`` running under
+The host sends length-prefixed pickles (``load``, ``run``, ``features``, ``versions``) to ``worker`` running under
 qemu-aarch64 with ``QEMU_CPU`` set to the model; replies come back in order. Requests can be sent ahead
 (``EmulatedRunner.submit``), a whole window of texts at once, so each CPU model computes without waiting for
 the slower ones or for the host: a thread writes the requests and another reads the replies, so neither
@@ -142,6 +142,10 @@ class Emulator:
     def versions(self) -> dict:
         """The runtime versions the emulated process imports."""
         return self.call("versions")
+
+    def features(self) -> tuple[str, ...]:
+        """The kernel-choosing features (dotprod, i8mm, sve2, sme2, ...) the emulated CPU model announces."""
+        return tuple(self.call("features"))
 
     def _wait(self) -> None:
         """Until the process has ended; killed if it has not 30 s after its input or output closed."""

@@ -1,7 +1,8 @@
 """The emulated ARM64 environment: where it lives and the check before each use (``setup`` builds it).
 
-It holds qemu's user-mode emulator (>= 10, from Debian's bookworm-backports: Debian 12's own 7.2
-computes SVE code wrongly and crashes ONNX Runtime's CPU detection), a Debian arm64 userland with
+It holds qemu's user-mode emulator (>= 11.1, from Debian's trixie-backports, a static build that runs on
+Debian 12: Debian 12's own 7.2 computes SVE code wrongly and crashes ONNX Runtime's CPU detection, and 10.0
+gives its ``max`` CPU SME but not SME2, so the newest phones' kernels would never run), a Debian arm64 userland with
 Python 3.11 (debootstrap's first stage, unpacked without a chroot), the aarch64 wheels of the pinned
 runtimes (the same versions as this machine's) and stand-ins for the CUDA libraries aarch64 torch links
 (``stubs``). About 2 GB. Needs ``apt-get``, ``debootstrap``, ``binutils-aarch64-linux-gnu`` and root
@@ -12,14 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ...core.errors import BadInputError
 
-MIN_QEMU = (10, 0)
-SUITE = "bookworm"
+MIN_QEMU = (11, 1)
+SUITE = "bookworm"  # the userland's Debian (its Python 3.11 is this project's)
+QEMU_SUITE = "trixie-backports"  # where qemu-user comes from (its binaries are static: any host runs them)
 RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy")  # the aarch64 builds that must match this machine's
 # What importing the runtimes needs besides them (pure Python, or with aarch64 wheels), at this machine's versions.
 SUPPORT = (
@@ -98,15 +101,24 @@ class Arm64Env:
         return json.loads(self.stamp.read_text())
 
 
+def qemu_version(text: str) -> tuple[int, int]:
+    """(major, minor) of a qemu version string such as ``11.1.3``, (0, 0) when it names none."""
+    found = re.search(r"(\d+)\.(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
 def locate(folder: str | os.PathLike | None = None) -> Arm64Env:
     """The prepared environment in ``folder`` (default ``default_dir()``), checked against this machine's
     runtime versions; a missing or stale one is a one-line error naming the command that prepares it."""
     env = Arm64Env(Path(folder) if folder else default_dir())
     if not env.stamp.is_file() or not env.qemu.is_file() or not env.python.is_file():
         raise BadInputError(f"no ARM64 environment in {env.root}; prepare it with {PREPARE}")
-    have = env.describe().get("versions", {})
+    described = env.describe()
+    have = described.get("versions", {})
     want = wanted_versions()
     stale = [f"{k} {have.get(k)} (want {v})" for k, v in want.items() if have.get(k) != v]
+    if qemu_version(str(described.get("qemu", ""))) < MIN_QEMU:
+        stale.append(f"qemu {described.get('qemu')} (want >= {'.'.join(map(str, MIN_QEMU))})")
     if stale:
         raise BadInputError(
             f"the ARM64 environment in {env.root} has {', '.join(stale)}; prepare it again with {PREPARE}"

@@ -2,7 +2,7 @@
 
     python -m mobile_export.parity.arm64.setup [--dir DIR] [--if-missing]    (what ``make arm64-env`` runs)
 
-qemu-user from bookworm-backports, a Debian arm64 userland (debootstrap), the aarch64 wheels of the
+qemu-user from trixie-backports, a Debian arm64 userland (debootstrap), the aarch64 wheels of the
 pinned runtimes, the CUDA stand-ins (``stubs``), then both runtimes loaded under emulation as a smoke test.
 """
 
@@ -20,7 +20,20 @@ from pathlib import Path
 
 from ...core.errors import BadInputError
 from .emulator import Emulator
-from .env import ENV_VAR, MIN_QEMU, PLATFORMS, RUNTIMES, SUITE, SUPPORT, Arm64Env, default_dir, locate, wanted_versions
+from .env import (
+    ENV_VAR,
+    MIN_QEMU,
+    PLATFORMS,
+    QEMU_SUITE,
+    RUNTIMES,
+    SUITE,
+    SUPPORT,
+    Arm64Env,
+    default_dir,
+    locate,
+    qemu_version,
+    wanted_versions,
+)
 from .stubs import build
 
 
@@ -45,12 +58,12 @@ def debian_mirror() -> str:
 
 
 def _qemu(env: Arm64Env, mirror: str) -> str:
-    """qemu-user from bookworm-backports, unpacked (its binaries are static); returns its version."""
+    """qemu-user from trixie-backports, unpacked (its binaries are static); returns its version."""
     apt = env.root / "apt"
     (apt / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (apt / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
     (apt / "sources.list").write_text(
-        f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} {SUITE}-backports main\n"
+        f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} {QEMU_SUITE} main\n"
     )
     opts = [
         f"-oDir::Etc::SourceList={apt / 'sources.list'}",
@@ -64,15 +77,17 @@ def _qemu(env: Arm64Env, mirror: str) -> str:
     _run(["apt-get", *opts, "update"])
     for old in apt.glob("qemu-user_*.deb"):
         old.unlink()
-    _run(["apt-get", *opts, "download", f"qemu-user/{SUITE}-backports"], cwd=apt)
+    _run(["apt-get", *opts, "download", f"qemu-user/{QEMU_SUITE}"], cwd=apt)
     [deb] = apt.glob("qemu-user_*.deb")
     shutil.rmtree(env.root / "qemu", ignore_errors=True)
     _run(["dpkg-deb", "-x", str(deb), str(env.root / "qemu")])
     text = _run([str(env.qemu), "--version"], capture_output=True, text=True).stdout
-    found = re.search(r"version (\d+)\.(\d+)\.?(\d*)", text)
-    if not found or (int(found.group(1)), int(found.group(2))) < MIN_QEMU:
-        raise BadInputError(f"qemu from {SUITE}-backports is {text.strip()[:60]}; need >= {MIN_QEMU[0]}")
-    return ".".join(g for g in found.groups() if g)
+    found = re.search(r"version (\d+\.\d+(?:\.\d+)?)", text)
+    if not found or qemu_version(found.group(1)) < MIN_QEMU:
+        raise BadInputError(
+            f"qemu from {QEMU_SUITE} is {text.strip()[:60]}; need >= {'.'.join(map(str, MIN_QEMU))} (for SME2)"
+        )
+    return found.group(1)
 
 
 def _userland(env: Arm64Env, mirror: str) -> None:
@@ -142,7 +157,7 @@ def prepare(folder: str | os.PathLike | None = None, say=print) -> Arm64Env:
     env.stamp.unlink(missing_ok=True)
     versions = wanted_versions()
     mirror = debian_mirror()
-    say("arm64 env: qemu-user from bookworm-backports")
+    say(f"arm64 env: qemu-user from {QEMU_SUITE}")
     qemu = _qemu(env, mirror)
     say("arm64 env: Debian arm64 userland with Python 3.11 (debootstrap)")
     _userland(env, mirror)

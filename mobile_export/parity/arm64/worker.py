@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    """Serve ``load`` / ``run`` / ``versions`` requests until stdin closes."""
+    """Serve ``load`` / ``run`` / ``features`` / ``versions`` requests until stdin closes."""
     from .emulator import read_message, write_message
 
     replies = os.fdopen(os.dup(1), "wb")
@@ -31,6 +31,10 @@ def main() -> int:
             elif op == "run":
                 key, feeds = arg
                 value = runners[key].run(feeds)
+            elif op == "features":
+                from .features import cpu_features
+
+                value = cpu_features()
             elif op == "versions":
                 from importlib.metadata import version
 

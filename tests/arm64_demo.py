@@ -1,0 +1,29 @@
+"""The demo's ARM64 parity inputs that ``test_arm64`` and ``test_arm64_sme2`` share: a fixed sample of its test
+split, written as a labelled data file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mobile_export.parity.metrics import BUCKETS, bucket_of
+
+DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
+
+
+def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4) -> int:
+    """The first ``per_bucket`` reviews of each length bucket and the ``longest`` ones, as a TSV at ``dest``;
+    returns how many."""
+    from transformers import AutoTokenizer
+
+    from mobile_export.demo.data import load_reviews
+
+    tokenizer = AutoTokenizer.from_pretrained(str(DEMO))
+    reviews = load_reviews()["test"]
+    lengths = [len(tokenizer(t)["input_ids"]) for t, _ in reviews]
+    chosen: list[int] = []
+    for k in range(len(BUCKETS)):
+        chosen += [i for i, n in enumerate(lengths) if bucket_of(n) == k][:per_bucket]
+    chosen += sorted(range(len(reviews)), key=lambda i: -lengths[i])[:longest]
+    sample = [reviews[i] for i in sorted(set(chosen))]
+    dest.write_text("".join(f"{y}\t{t}\n" for t, y in sample), encoding="utf-8")
+    return len(sample)
