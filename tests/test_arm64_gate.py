@@ -9,25 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from arm64_demo import DEMO, write_sample
 from mobile_export.cli.main import main
-from test_arm64 import DEMO, _sample
 
 pytestmark = pytest.mark.arm64
 
 
 @pytest.fixture(scope="module")
-def demo_int8(tmp_path_factory):
-    """The demo's int8 .pte (the file test_arm64 exports too: lowered once per run, conftest's artifact cache) and
-    five texts of its sample."""
-    from transformers import AutoTokenizer
-
-    root = tmp_path_factory.mktemp("arm64-gate")
-    assert main(["export", str(DEMO), "--out", str(root / "int8"), "--backend", "executorch", "--no-memory",
-                 "--quiet"]) == 0
-    few = root / "few.tsv"
-    few.write_text("".join(f"{y}\t{t}\n" for t, y in _sample(AutoTokenizer.from_pretrained(str(DEMO)))[:5]),
-                   encoding="utf-8")
-    return root / "int8" / "model.pte", few
+def demo_int8(demo_quantized, tmp_path_factory):
+    """The demo's int8 .pte (built once per run, as test_arm64 runs it) and five texts of its sample."""
+    few = tmp_path_factory.mktemp("arm64-gate") / "few.tsv"
+    write_sample(few)
+    few.write_text("".join(few.read_text(encoding="utf-8").splitlines(keepends=True)[:5]), encoding="utf-8")
+    return demo_quantized["int8"] / "model.pte", few
 
 
 def test_an_arm64_run_that_differs_is_refused_naming_the_cpu(demo_int8, monkeypatch, capsys):
