@@ -5,9 +5,10 @@
 Runs each artifact once (one input of ``--tokens`` tokens, one thread) under the prepared ARM64 environment's
 qemu with its translation log on (``QEMU_LOG=in_asm``: every guest block once, as it is first run), then counts
 the instructions that only one kind of kernel uses: SME / SME2 (``smstart``, outer products into ``za``),
-i8mm (``smmla``) and dotprod (``sdot``), and names the library and, where the library keeps its symbols, the
-function each came from (``aarch64-linux-gnu-nm``; ONNX Runtime's library is stripped, so only its library is
-named). Numbers: BENCHMARKS.md, "SME2".
+i8mm (``smmla``) and dotprod (``sdot``) (a CPU model with none of them runs plain NEON kernels), and names the
+library and, where the library keeps its symbols, the function each came from
+(``aarch64-linux-gnu-nm``; ONNX Runtime's library is stripped, so only its library is named). Numbers:
+BENCHMARKS.md, "SME2".
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class Symbols:
                 lo, hi = (int(x, 16) for x in part[0].split("-"))
                 self.regions.append((lo, hi, int(part[2], 16), part[5]))
         self.userland = userland
-        self.tables: dict[str, list[tuple[int, str]]] = {}
+        self.tables: dict[str, tuple[list[int], list[str]]] = {}
 
-    def _table(self, path: str) -> list[tuple[int, str]]:
+    def _table(self, path: str) -> tuple[list[int], list[str]]:
         if path not in self.tables:
             host = path if Path(path).is_file() else str(self.userland) + path
             rows = []
@@ -69,16 +70,17 @@ class Symbols:
                     m = re.match(r"([0-9a-f]+) \w (.*)", line)
                     if m:
                         rows.append((int(m.group(1), 16), m.group(2)))
-            self.tables[path] = sorted(rows)
+            rows.sort()
+            self.tables[path] = ([r[0] for r in rows], [r[1] for r in rows])
         return self.tables[path]
 
     def name(self, address: int) -> tuple[str, str]:
         """(library, function) of a guest address; the function is "(stripped)" when the library has no symbols."""
         for lo, hi, offset, path in self.regions:
             if lo <= address < hi:
-                rows = self._table(path)
-                k = bisect.bisect_right([r[0] for r in rows], address - lo + offset) - 1
-                named = rows[k][1] if k >= 0 and not rows[k][1].startswith("PyInit_") else "(stripped)"
+                starts, names = self._table(path)
+                k = bisect.bisect_right(starts, address - lo + offset) - 1
+                named = names[k] if k >= 0 and not names[k].startswith("PyInit_") else "(stripped)"
                 return os.path.basename(path), named
         return "?", "?"
 
@@ -131,7 +133,7 @@ def main() -> int:
         for cpu in a.cpus.split(","):
             counts = kernels(artifact, cpu, a.tokens)
             if not counts:
-                print(f"| {artifact.name} | {cpu} | (none of sme, i8mm, dotprod) | 0 | | |")
+                print(f"| {artifact.name} | {cpu} | none of sme, i8mm, dotprod (plain NEON) | 0 | | |")
             for (kind, library, function), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1])):
                 print(f"| {artifact.name} | {cpu} | {kind} | {n} | {library} | `{function[:90]}` |", flush=True)
     return 0

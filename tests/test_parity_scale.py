@@ -95,11 +95,18 @@ def demo_onnx(tmp_path_factory):
     return out / "model.onnx", data
 
 
-def test_streamed_check_gives_the_in_memory_numbers_on_the_demo(demo_onnx):
+@pytest.fixture(scope="module")
+def demo_single_report(demo_onnx):
+    """parity_check of the demo's int8 .onnx on the 300 reviews, in this process (two tests compare with it)."""
+    onnx, data = demo_onnx
+    return parity_check(str(DEMO), [str(onnx)], options=ParityOptions(data=str(data)))
+
+
+def test_streamed_check_gives_the_in_memory_numbers_on_the_demo(demo_onnx, demo_single_report):
     """The whole streamed path (batched reference, ONNX Runtime, accumulators) against every output kept
     in memory and computed the direct way, on real reviews."""
     onnx, data = demo_onnx
-    report = parity_check(str(DEMO), [str(onnx)], options=ParityOptions(data=str(data)))
+    report = demo_single_report
     got = report["artifacts"][0]["parity"]
     loaded = load_checkpoint(str(DEMO), None)
     source = ParitySource.build(loaded.tokenizer, read(data, loaded), int(loaded.config.max_position_embeddings))
@@ -176,13 +183,13 @@ def test_ray_without_the_extra_is_a_clear_error(demo_onnx, monkeypatch, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_ray_cluster_gives_the_single_process_report(demo_onnx, tmp_path):
+def test_ray_cluster_gives_the_single_process_report(demo_onnx, demo_single_report, tmp_path):
     """Two Ray workers on this machine, batches merged: every count equal, every sum within rounding (the
     workers run single-threaded, so torch's and ONNX Runtime's fp32 outputs may differ in their last bits
     from this process's two-threaded ones: 5e-9 relative in SQNR here)."""
     pytest.importorskip("ray", reason="the ray extra: pip install 'mobile-export[ray]'")
     onnx, data = demo_onnx
-    single = parity_check(str(DEMO), [str(onnx)], options=ParityOptions(data=str(data)))
+    single = demo_single_report
     spread = parity_check(str(DEMO), [str(onnx)], options=ParityOptions(data=str(data), ray="local", ray_workers=2))
     a, b = single["artifacts"][0]["parity"], spread["artifacts"][0]["parity"]
     for key in ("n_examples", "n_decisions", "n_decisive", "near_ties", "n_labelled", "agreement",
