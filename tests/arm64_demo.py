@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mobile_export.demo import MODEL_DIR as DEMO
 from mobile_export.parity.metrics import BUCKETS, bucket_of
 
-DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 
-
-def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4) -> int:
-    """The first ``per_bucket`` reviews of each length bucket and the ``longest`` ones, as a TSV at ``dest``;
-    returns how many."""
+def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4, first: int | None = None) -> int:
+    """The first ``per_bucket`` reviews of each length bucket and the ``longest`` ones (only the ``first`` of
+    them, in the split's order, when given), as a TSV at ``dest``; returns how many."""
     from transformers import AutoTokenizer
 
     from mobile_export.demo.data import load_reviews
@@ -24,6 +23,6 @@ def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4) -> int:
     for k in range(len(BUCKETS)):
         chosen += [i for i, n in enumerate(lengths) if bucket_of(n) == k][:per_bucket]
     chosen += sorted(range(len(reviews)), key=lambda i: -lengths[i])[:longest]
-    sample = [reviews[i] for i in sorted(set(chosen))]
+    sample = [reviews[i] for i in sorted(set(chosen))][:first]
     dest.write_text("".join(f"{y}\t{t}\n" for t, y in sample), encoding="utf-8")
     return len(sample)

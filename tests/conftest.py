@@ -118,11 +118,11 @@ def shared_export(tmp_path_factory):
 def demo_quantized(tmp_path_factory):
     """The demo exported to int8 and int4 (.pte and .onnx, gates on): {quant: folder}, built once per run."""
     from mobile_export.cli.main import main
+    from mobile_export.demo import MODEL_DIR
 
     def build(dest: Path) -> dict[str, Path]:
-        demo = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
         for quant in ("int8", "int4"):
-            assert main(["export", str(demo), "--out", str(dest / quant), "--quant", quant, "--no-memory", "--quiet"]) == 0
+            assert main(["export", str(MODEL_DIR), "--out", str(dest / quant), "--quant", quant, "--no-memory", "--quiet"]) == 0
         return {quant: dest / quant for quant in ("int8", "int4")}
 
     return _built_once(tmp_path_factory, "demo-quantized", ("int8", "int4"), build)

@@ -19,8 +19,7 @@ pytestmark = pytest.mark.arm64
 def demo_int8(demo_quantized, tmp_path_factory):
     """The demo's int8 .pte (built once per run, as test_arm64 runs it) and five texts of its sample."""
     few = tmp_path_factory.mktemp("arm64-gate") / "few.tsv"
-    write_sample(few)
-    few.write_text("".join(few.read_text(encoding="utf-8").splitlines(keepends=True)[:5]), encoding="utf-8")
+    write_sample(few, first=5)
     return demo_quantized["int8"] / "model.pte", few
 
 

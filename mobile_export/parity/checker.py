@@ -196,6 +196,8 @@ class Checker:
             for check, runner in zip(self.checks, self.runners):
                 if check.cpu:
                     runner.ready()
+            # asked once every process has loaded, so that the emulated processes still start side by side
+            self.cpu_features = {cpu: emulator.features() for cpu, emulator in self.emulators.items()}
         except BaseException:
             self.close()
             raise
@@ -209,7 +211,6 @@ class Checker:
         cpu = str(check.cpu)
         if cpu not in self.emulators:
             self.emulators[cpu] = Emulator(arm64, cpu)
-            self.cpu_features[cpu] = self.emulators[cpu].features()
         return EmulatedRunner(self.emulators[cpu], check.name, check.backend.value, check.path)
 
     def close(self) -> None:
