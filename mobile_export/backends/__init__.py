@@ -41,6 +41,7 @@ class BackendInfo:
     int8_mode: str | None
     data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
     int4_group_multiple: int = 1  # 4-bit weights: the group sizes it takes are multiples of this
+    embeds: bool = True  # carries the export's assets inside itself (``exporter.embedding``)
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -91,6 +92,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         "no x86-only layouts); opt-in with --backend ort",
         granularity="tensor",
         int8_mode=None,
+        embeds=False,  # converted from the .onnx before the export embeds its assets
     ),
 }
 

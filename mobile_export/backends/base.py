@@ -79,6 +79,7 @@ class ArtifactStats(ExportStats, total=False):
     parity_texts_per_second: float | None
     dynamic_batch: bool
     shape_notes: str
+    embedded: dict[str, Any]  # the block the artifact carries: its bytes, the assets' bytes, its identity
 
 
 class Runner(Protocol):
@@ -211,6 +212,14 @@ class Format(Protocol):
         are not a loop the runtime exposes."""
         ...
 
+    def embed(self, path: Path, values: dict[str, str]) -> None:
+        """Rewrite the artifact at ``path`` to carry ``values`` (name -> string) where its runtime's API reads them."""
+        ...
+
+    def embedded(self, path: Path) -> dict[str, str]:
+        """The strings the artifact carries (name -> string; empty when none)."""
+        ...
+
 
 CONTRACT = (
     "Runner",
@@ -226,4 +235,6 @@ CONTRACT = (
     "check",
     "usage",
     "depth_runner",
+    "embed",
+    "embedded",
 )

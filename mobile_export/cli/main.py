@@ -123,6 +123,7 @@ def _cmd_export(args) -> int:
         quant=quant,
         thresholds=_thresholds(args, quant),
         measure_memory=not args.no_memory,
+        embed=not args.no_embed,
         quantize_embeddings=not args.keep_fp32_embeddings,
         int4_group_size=args.group_size,
         repair=Repair(args.repair),

@@ -148,6 +148,12 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         "(play-base, play-asset-pack, legacy-apk, app-store-cellular; the compressed download); exit 4 when over",
     )
     ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
+    ex.add_argument(
+        "--no-embed",
+        action="store_true",
+        help="write plain artifacts: without the tokenizer, labels, golden examples and identity embedded in "
+        "each .pte / .onnx (the folder has them either way)",
+    )
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import backends
 from ..assets.labels import labels
+from ..assets.embedded import carried
 from ..assets.manifest import check_beside, recorded_head
 from ..backends.base import ArtifactStats
 from ..core.choices import Quant
@@ -126,7 +127,10 @@ def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
     manifest.json beside the first artifact records (when it fits the checkpoint's task)."""
     if options.head or options.pooling or options.normalize:
         return parse_head(task, options.head, options.pooling, options.normalize)
-    spec = HeadSpec.from_manifest(recorded_head(paths[0].parent))
+    recorded = recorded_head(paths[0].parent)
+    if recorded is None and (found := carried(paths[0], str(paths[0]), check=False)) is not None:
+        recorded = found[1].get("head") if isinstance(found[1].get("head"), dict) else None
+    spec = HeadSpec.from_manifest(recorded)
     fits = {"topk": "fill-mask", "pool": "feature-extraction"}.get(spec.kind, task) == task
     return spec if fits else HeadSpec()
 
@@ -194,6 +198,7 @@ def _readable(given: list[Path], options: ParityOptions) -> tuple[list[Path], li
     paths = [backends.open_artifact(p)[1] for p in given]
     if not options.ignore_manifest:
         for g, p in zip(given, paths):
+            carried(p, str(g))  # its own identity, when it carries one
             check_beside(backends.artifact_files(p), str(g))
     quants = []
     for p in paths:

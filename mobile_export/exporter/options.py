@@ -35,6 +35,8 @@ class ExportOptions:
             (``play-base``, ``play-asset-pack``, ``legacy-apk``, ``app-store-cellular``; checked against
             the deflate-compressed size, as stores count downloads); over it the export fails with exit 4.
         measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
+        embed: each .pte and .onnx carries the tokenizer assets, labels, golden examples and its own identity
+            (``exporter.embedding``), so that the file alone is enough to run it; False writes plain artifacts.
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
         int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
@@ -58,6 +60,7 @@ class ExportOptions:
     data: str | None = None
     budget: str | None = None
     measure_memory: bool = True
+    embed: bool = True
     quantize_embeddings: bool = True
     int4_group_size: int | None = None
     int4_kernel: str = "nbits"

@@ -14,6 +14,7 @@ from ..core.files import FAILED_REPORT, LABELS, MANIFEST, REPORT_HTML, REPORT_JS
 from ..core.fsutil import publish, write_json
 from ..measure.size import SizeEntry, size_entry
 from ..model.summary import model_summary
+from ..parity.artifact import ArtifactResult
 from ..parity.checker import Checked
 from ..reports import write_reports
 from ..reports.records import ReportRecord
@@ -84,6 +85,7 @@ def options_record(run: ExportRun, replaced: list[str]) -> dict:
         "task": run.loaded.task.name,
         "max_seq_len": run.max_len,
         "int8_embeddings": replaced,
+        "embedded": options.embed,
         **int4,
     }
 
@@ -127,22 +129,23 @@ def write_report_files(run: ExportRun, report: ReportRecord, checked: Checked, w
 
 def manifest_of(run: ExportRun, checked: Checked, names: list[str]) -> Manifest:
     """What an app needs: the files ``names`` with checksums, how to load and call each artifact, golden examples."""
-    artifacts = []
-    for r in checked.results:
-        usage = dict(backends.load(r.backend).usage(r.stats))
-        tolerance = max(4 * r.parity.max_abs_diff, 1e-4)  # what this export measured, with room for other CPUs
-        artifacts.append(
-            {
-                "file": r.file,
-                "backend": r.backend.value,
-                "quant": r.quant.value,
-                **usage,
-                "self_test_max_abs_diff": float(f"{tolerance:.3g}"),
-            }
-        )
+    artifacts = [artifact_entry(r) for r in checked.results]
     task = run.loaded.task
     files = file_entries(run.staging, names)
     return Manifest(task.name, tuple(task.outputs), task.head, tuple(artifacts), files, tuple(checked.tally.golden))
+
+
+def artifact_entry(r: ArtifactResult) -> dict:
+    """How an app loads and calls the artifact of ``r``, and its self-test tolerance (the manifest's entry)."""
+    usage = dict(backends.load(r.backend).usage(r.stats))
+    tolerance = max(4 * r.parity.max_abs_diff, 1e-4)  # what this export measured, with room for other CPUs
+    return {
+        "file": r.file,
+        "backend": r.backend.value,
+        "quant": r.quant.value,
+        **usage,
+        "self_test_max_abs_diff": float(f"{tolerance:.3g}"),
+    }
 
 
 def publish_outputs(run: ExportRun, written: list[str]) -> None:

@@ -1,6 +1,6 @@
 """The export, as a story: start (refuse what cannot work, load the checkpoint) -> lower each format -> check
-each artifact in its real runtime -> diagnose int8 -> repair what the gate refused -> the app's assets and
-each artifact's size -> the report -> refuse, or publish every file at once.
+each artifact in its real runtime -> diagnose int8 -> repair what the gate refused -> the app's assets (embedded in each
+artifact too) and each artifact's size -> the report -> refuse, or publish every file at once.
 
 Each stage is a function of the run (``ExportRun``: checkpoint, options, staging folder, progress, what was
 computed once) and of the named records the stages before it returned (``Lowered``, ``Checked``,
@@ -22,6 +22,7 @@ from ..reports.assembly import build_report
 from ..reports.records import kept_fp32
 from .check import check_lowered
 from .context import ExportRun
+from .embedding import embed_assets
 from . import lowering
 from .lowering import Lowered, export_module
 from .options import ExportOptions
@@ -85,12 +86,15 @@ def export(
         written = [f.name for x in lowered for f in backends.artifact_files(x.path)] + write_assets(run)
         repair_json = repaired.record.to_json() if repaired is not None else None
         kept = {r.file: kept_fp32(repair_json, r.file) for r in checked.results}
+        recorded = options_record(run, replaced)
+        if run.options.embed:
+            embed_assets(run, checked, recorded, kept)
         sizes = measure_sizes(run, checked, bool(replaced), kept)
         report = build_report(
             "mobile-export",
             run.loaded,
             checked,
-            options_record(run, replaced),
+            recorded,
             sizes=sizes,
             budget=run.budget,
             within_budget=not over_budget(sizes) if run.budget else None,

@@ -18,6 +18,7 @@ from typing import Any, TypedDict
 
 from quantize.schemes import table_group_size
 
+from ..assets.embedded import ASSETS_KEY, IDENTITY_KEY
 from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Backend, Quant
 from ..core.figures import mib
 from ..model.families import FAMILIES, Family, family_of
@@ -145,6 +146,7 @@ class SizeEntry(TypedDict, total=False):
     groups: dict[str, int] | None  # bytes by part of the model; None without a model summary
     int4_group_size: int
     other_constants_bytes: int
+    embedded_bytes: int  # the strings the artifact carries (its assets block and identity)
     delegate_graph_bytes: int
     extra_copies_bytes: dict[str, int]
     parameters: dict[str, int]
@@ -178,6 +180,7 @@ def breakdown(
         "file": path.name,
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
+        "embedded_bytes": sum(len(v) for k, v in fmt.embedded(path).items() if k in (ASSETS_KEY, IDENTITY_KEY)),
         "memory_sharing_preserved": ram_shared,
         "memory_sharing_verdict": ram_verdict,
         "blobs": len(blobs),
@@ -311,6 +314,11 @@ def size_entry(
     return entry
 
 
+def format_overhead(e: SizeEntry | dict) -> int:
+    """Bytes of the artifact that are neither weights, other constants nor its embedded assets."""
+    return int(e.get("overhead_bytes", 0)) - int(e.get("other_constants_bytes", 0)) - int(e.get("embedded_bytes", 0))
+
+
 def _mb(n: int) -> str:
     return f"{n:,} B ({mib(n, 2)})"
 
@@ -323,8 +331,10 @@ def format_entry(e: SizeEntry) -> str:
         for g, v in groups.items():
             lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
+        if e.get("embedded_bytes"):
+            lines.append(f"  {'embedded assets':<26}{e['embedded_bytes']:>14,} B  (tokenizer, labels, card, identity)")
         lines.append(
-            f"  {'format overhead':<26}{e['overhead_bytes'] - e['other_constants_bytes']:>14,} B"
+            f"  {'format overhead':<26}{format_overhead(e):>14,} B"
             + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else "")
         )
         p = e["parameters"]

@@ -14,6 +14,7 @@ from ..core.figures import mib
 from ..core.files import REPORT_HTML, REPORT_JSON, REPORT_MD
 from ..core.fsutil import write_bytes
 from ..core.thresholds import Thresholds
+from ..measure.size import format_overhead
 from ..measure.memory import MemoryFigures
 from ..measure.size import SizeEntry
 from .charts import plots
@@ -185,10 +186,9 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
         parts = list((sized[0][1].get("groups") or {}).keys())  # the family's parts (one model per report)
         rows = [[g] + [f"{(s.get('groups') or {}).get(g, 0):,}" for _, s in sized] for g in parts]
         rows.append(["other constants"] + [f"{s.get('other_constants_bytes', 0):,}" for _, s in sized])
-        rows.append(
-            ["format overhead"]
-            + [f"{s.get('overhead_bytes', 0) - s.get('other_constants_bytes', 0):,}" for _, s in sized]
-        )
+        if any(s.get("embedded_bytes") for _, s in sized):
+            rows.append(["embedded assets"] + [f"{s.get('embedded_bytes', 0):,}" for _, s in sized])
+        rows.append(["format overhead"] + [f"{format_overhead(s):,}" for _, s in sized])
         rows.append(["deflate-compressed"] + [f"{s.get('deflate_bytes', 0):,}" for _, s in sized])
         rows.append(["sharing on disk"] + [_preserved(s.get("sharing_preserved")) for _, s in sized])
         if all(s.get("memory_sharing_preserved") is not None for _, s in sized):

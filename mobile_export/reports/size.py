@@ -1,5 +1,5 @@
 """The ``size`` command: each artifact's size section (``measure.size.size_entry``), the model it was exported from
-read from the export's report.json beside it (or its checkpoint)."""
+read from the export's report.json beside it, the card the artifact carries, or its checkpoint."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from .. import backends
+from ..assets.embedded import carried
 from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON
@@ -17,8 +18,8 @@ from .records import kept_fp32, mismatch
 
 
 def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | None, bool, list[str]]:
-    """(model summary, quant, int8 embeddings, Linears a repair kept fp32) from ``checkpoint`` or the export's
-    report.json beside it."""
+    """(model summary, quant, int8 embeddings, Linears a repair kept fp32) from ``checkpoint``, the export's
+    report.json beside it, or the card the artifact carries."""
     import json
 
     if checkpoint:
@@ -46,6 +47,18 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
             opts.get("quant"),
             bool(opts.get("int8_embeddings")),
             kept_fp32(r.get("repair"), path.name),
+        )
+    found = carried(path, str(path))  # a lone artifact: what it carries, its identity checked
+    if found is not None:
+        card = found[1]
+        recorded = card.get("options")
+        opts: dict = recorded if isinstance(recorded, dict) else {}
+        kept = card.get("kept_fp32")
+        return (
+            card.get("model") if isinstance(card.get("model"), dict) else None,
+            opts.get("quant"),
+            bool(opts.get("int8_embeddings")),
+            [str(k) for k in kept] if isinstance(kept, list) else [],
         )
     return None, None, True, []
 

@@ -1,4 +1,5 @@
-"""An export folder opened for use without its checkpoint: manifest, checksums, labels, tokenizer."""
+"""An export opened for use without its checkpoint: manifest, checksums, labels, tokenizer; from its folder, or from
+one artifact that carries them (``export`` embeds them: ``assets.embedded``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .. import backends
 from ..assets.labels import read_labels
 from ..assets.manifest import Manifest
 from ..core.choices import Backend
-from ..core.errors import ArtifactLoadError, BadInputError
+from ..core.errors import ArtifactLoadError, BadInputError, first_line
 from ..core.files import LABELS, MANIFEST, TOKENIZER_DIR, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import sha256_file
 from ..core.tasks import TaskSpec, get_task
@@ -39,6 +40,8 @@ class ExportFolder:
     labels: tuple[str, ...]
     score_function: str  # softmax, sigmoid or none (text-classification)
     settings: dict[str, Any]  # tokenizer_settings.json
+    embedded: dict[str, bytes] | None = None  # one artifact's own assets (checked by its identity); None: a folder
+    single: Path | None = None  # that artifact
 
     def artifact(self, backend: Backend | None) -> ArtifactEntry:
         """The artifact of ``backend`` (the first listed when None); BadInputError naming those present."""
@@ -66,8 +69,19 @@ class ExportFolder:
             )
         return path
 
+    def read(self, relative: str) -> bytes:
+        """The bytes of an asset the export lists (``tokenizer/...``), checked: against the manifest in a folder,
+        by the artifact's identity when it carries them."""
+        if self.embedded is None:
+            return self.verified(relative).read_bytes()
+        if relative not in self.embedded:
+            raise ArtifactLoadError(f"{self.single} carries no {relative}; export it again")
+        return self.embedded[relative]
+
     def artifact_path(self, artifact: ArtifactEntry) -> Path:
         """The artifact's main file, every file of it checked against the manifest and its format."""
+        if self.single is not None:
+            return self.single  # checked when opened
         info = backends.get_info(artifact.backend)
         main = self.verified(artifact.file)
         for extra in info.data_files:
@@ -89,12 +103,15 @@ class ExportFolder:
         from transformers import PreTrainedTokenizerFast
 
         name = self.settings.get("files", {}).get("tokenizer", TOKENIZER_JSON)
-        self.verified(f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}")
-        path = self.verified(f"{TOKENIZER_DIR}/{name}")
+        self.read(f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}")
+        relative = f"{TOKENIZER_DIR}/{name}"
         try:
-            backend = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises its own Exception type for a bad file
-            raise ArtifactLoadError(f"{path} does not load as a tokenizer ({exc}); export the folder again") from None
+            backend = Tokenizer.from_str(self.read(relative).decode("utf-8"))
+        except (UnicodeDecodeError, Exception) as exc:  # tokenizers raises its own Exception type for a bad file
+            where = self.single or self.path / relative
+            raise ArtifactLoadError(
+                f"{where}: {relative} does not load as a tokenizer ({first_line(exc)}); export it again"
+            ) from None
         special = {f"{role}_token": v["token"] for role, v in self.settings.get("special_tokens", {}).items()}
         return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=self.max_length, **special)
 
@@ -106,13 +123,62 @@ def _read_json(path: Path, what: str) -> Any:
         raise BadInputError(f"{path} is not readable JSON ({type(exc).__name__}); {what}") from None
 
 
-def open_export(folder: str | Path) -> ExportFolder:
-    """Open the folder ``mobile-export export --out`` wrote; BadInputError (exit 2) if it is not one."""
-    path = Path(folder)
+def open_export(source: str | Path) -> ExportFolder:
+    """Open the folder ``mobile-export export --out`` wrote, or one .pte / .onnx of it (which carries its assets);
+    BadInputError (exit 2) if it is neither."""
+    path = Path(source)
+    if path.is_file():
+        return open_artifact_file(path)
     if not path.is_dir():
-        raise BadInputError(f"{path} is not a folder; pass the --out folder of mobile-export export")
+        raise BadInputError(
+            f"{path} is neither a folder nor a file; pass the --out folder of mobile-export export, or its "
+            f"{' / '.join(_embedding_suffixes())} file"
+        )
     again = "export the folder again"
     manifest = Manifest.read(path)
+    labels: tuple[str, ...] = ()
+    function = "softmax"
+    info = _read_json(path / LABELS, again) if (path / LABELS).is_file() else {}
+    settings_path = path / TOKENIZER_DIR / TOKENIZER_SETTINGS
+    if not settings_path.is_file():
+        raise BadInputError(f"{path} has no {TOKENIZER_DIR}/{TOKENIZER_SETTINGS}; {again}")
+    settings = _read_json(settings_path, again)
+    task, artifacts = _described(manifest, path)
+    if task.has_labels:
+        labels, function = read_labels(info)
+    return ExportFolder(path, manifest, task, artifacts, labels, function, settings)
+
+
+def open_artifact_file(path: Path) -> ExportFolder:
+    """One .pte / .onnx opened with the assets it carries, its bytes checked against its identity first."""
+    from ..assets.embedded import carried
+
+    backend, real = backends.open_artifact(path)
+    found = carried(real, str(path))
+    if found is None:
+        raise BadInputError(
+            f"{path} carries no embedded assets (exported with --no-embed, by an older version, or an .ort); "
+            "pass its export folder instead"
+        )
+    files, card = found
+    manifest = Manifest.from_json(card, path)
+    for entry in manifest.files:  # the identity covers them; a mismatch here is a block built wrong
+        if entry.path not in files:
+            raise ArtifactLoadError(f"{path}'s embedded assets lack {entry.path}; export it again")
+    task, artifacts = _described(manifest, path)
+    if len(artifacts) != 1 or artifacts[0].backend is not backend:
+        raise ArtifactLoadError(f"{path}'s embedded card does not describe a {backend.value} artifact; export it again")
+    artifact = ArtifactEntry(real.name, backend, artifacts[0].quant, artifacts[0].entry)
+    settings = _json_of(files, f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}", path)
+    labels: tuple[str, ...] = ()
+    function = "softmax"
+    if task.has_labels:
+        labels, function = read_labels(_json_of(files, LABELS, path) if LABELS in files else {})
+    return ExportFolder(real.parent, manifest, task, (artifact,), labels, function, settings, files, real)
+
+
+def _described(manifest: Manifest, where: Path) -> tuple[TaskSpec, tuple[ArtifactEntry, ...]]:
+    """The task (with the export's head) and the artifacts a manifest lists that this version can run."""
     from ..core.heads import HeadSpec, head_task
 
     task = head_task(get_task(manifest.task), HeadSpec.from_manifest(manifest.head))
@@ -124,14 +190,23 @@ def open_export(folder: str | Path) -> ExportFolder:
             continue  # a format this version does not know: listed, not usable here
         artifacts.append(ArtifactEntry(str(entry["file"]), backend, str(entry.get("quant", "")), dict(entry)))
     if not artifacts:
-        raise BadInputError(f"{path / MANIFEST} lists no artifact this version can run; {again}")
-    labels: tuple[str, ...] = ()
-    function = "softmax"
-    if task.has_labels:
-        info = _read_json(path / LABELS, again) if (path / LABELS).is_file() else {}
-        labels, function = read_labels(info)
-    settings_path = path / TOKENIZER_DIR / TOKENIZER_SETTINGS
-    if not settings_path.is_file():
-        raise BadInputError(f"{path} has no {TOKENIZER_DIR}/{TOKENIZER_SETTINGS}; {again}")
-    settings = _read_json(settings_path, again)
-    return ExportFolder(path, manifest, task, tuple(artifacts), labels, function, settings)
+        raise BadInputError(f"{where} lists no artifact this version can run; export it again")
+    return task, tuple(artifacts)
+
+
+def _json_of(files: dict[str, bytes], name: str, where: Path) -> Any:
+    """An embedded JSON asset, as a dict; ArtifactLoadError naming ``where`` when it is not one."""
+    try:
+        data = json.loads(files[name].decode("utf-8"))
+    except KeyError:
+        raise ArtifactLoadError(f"{where} carries no {name}; export it again") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ArtifactLoadError(f"{where}'s embedded {name} is not JSON; export it again") from None
+    if not isinstance(data, dict):
+        raise ArtifactLoadError(f"{where}'s embedded {name} is not a JSON object; export it again")
+    return data
+
+
+def _embedding_suffixes() -> list[str]:
+    """The suffixes of the formats whose files carry their assets."""
+    return [Path(info.file_name).suffix for info in backends.BACKENDS.values() if info.embeds]

@@ -7,6 +7,7 @@ user's file is sound (``validation``) and running it (``runner``). ExecuTorch is
 
 from __future__ import annotations
 
+from .embedding import embed, embedded
 from .convention import (
     CALLING_CONVENTION,
     EMBED_METHOD,
@@ -35,6 +36,8 @@ __all__ = [
     "blobs",
     "check",
     "coverage",
+    "embed",
+    "embedded",
     "depth_runner",
     "export",
     "files",

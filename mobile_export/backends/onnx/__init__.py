@@ -8,6 +8,7 @@ onnxruntime is imported only here.
 
 from __future__ import annotations
 
+from .embedding import embed, embedded
 from .convention import usage
 from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, memory_sharing, quant_of, stored_quant
 from .layout import DATA_SUFFIX, blobs, files
@@ -26,6 +27,8 @@ __all__ = [
     "check",
     "check_interface",
     "coverage",
+    "embed",
+    "embedded",
     "depth_runner",
     "export",
     "files",

@@ -35,6 +35,16 @@ def files(path: Path) -> list[Path]:
 usage = onnx_backend.usage
 
 
+def embed(path: Path, values: dict[str, str]) -> None:
+    """Not offered: the .ort is converted from the .onnx before the export embeds its assets."""
+    raise ValueError("an .ort carries no embedded assets; the .onnx of the same export does")
+
+
+def embedded(path: Path) -> dict[str, str]:
+    """Nothing: an .ort carries no embedded assets."""
+    return {}
+
+
 def depth_runner(path: Path) -> None:
     """None: an ORT-format file cannot be edited to hand out its Loop's states (its .onnx can)."""
     return None
