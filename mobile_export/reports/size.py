@@ -52,12 +52,12 @@ def size_inputs(path: Path, checkpoint: str | None) -> tuple[dict | None, str | 
     if found is not None:
         card = found[1]
         recorded = card.get("options")
-        opts: dict = recorded if isinstance(recorded, dict) else {}
+        chosen: dict = recorded if isinstance(recorded, dict) else {}
         kept = card.get("kept_fp32")
         return (
             card.get("model") if isinstance(card.get("model"), dict) else None,
-            opts.get("quant"),
-            bool(opts.get("int8_embeddings")),
+            chosen.get("quant"),
+            bool(chosen.get("int8_embeddings")),
             [str(k) for k in kept] if isinstance(kept, list) else [],
         )
     return None, None, True, []
