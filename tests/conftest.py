@@ -115,6 +115,23 @@ def shared_export(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def demo_int8(tmp_path_factory):
+    """What `make demo` exports (the demo's int8 .pte and .onnx, parity on the whole test split), without measuring
+    RAM, built once per run: (ExportResult, the split file, its number of texts)."""
+    from mobile_export import ExportOptions, Quant, export
+    from mobile_export.demo import MODEL_DIR
+    from mobile_export.demo.data import write_split
+
+    def build(dest: Path):
+        data = dest / "test.tsv"
+        n = write_split("test", data)
+        result = export(MODEL_DIR, dest / "out", ExportOptions(quant=Quant.INT8, data=str(data), measure_memory=False))
+        return result, data, n
+
+    return _built_once(tmp_path_factory, "demo-int8", ("int8", "test split"), build)
+
+
+@pytest.fixture(scope="session")
 def demo_quantized(tmp_path_factory):
     """The demo exported to int8 and int4 (.pte and .onnx, gates on): {quant: folder}, built once per run."""
     from mobile_export.cli.main import main

@@ -18,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+from blocks import copy_alone
+
 pytestmark = pytest.mark.android_jvm
 
 # Run in a child with the Java library's ONNX Runtime version on sys.path: probabilities per text.
@@ -65,10 +67,14 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     # int4: MatMulNBits and GatherBlockQuantized (com.microsoft ops, opset 21) through the app's own runner
     export(MODEL_DIR, out, ExportOptions(backends=(Backend.ONNX,), quant=Quant(quant), measure_memory=False))
     java_out = tmp_path / "java.tsv"
-    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(out), str(data),
+    # int8: the .onnx alone (with its data file), its tokenizer, labels and golden examples the ones it carries;
+    # int4: the export folder, as the app ships it today
+    given = copy_alone(out / "model.onnx", tmp_path / "alone") if quant == "int8" else out
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(given), str(data),
                            str(java_out)], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "self-test: passed" in proc.stdout, proc.stdout
+    assert ("assets: carried by model.onnx (identity checked)" in proc.stdout) == (quant == "int8"), proc.stdout
     assert "session option session.x64quantprecision=1" in proc.stdout, proc.stdout  # the app's OrtRunner sets it
     java = [line.split("\t") for line in java_out.read_text(encoding="utf-8").splitlines()]
     assert len(java) == n >= 1667

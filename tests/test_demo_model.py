@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from mobile_export import Backend, ExportOptions, Quant, export, load_checkpoint
+from mobile_export import Backend, load_checkpoint
 from mobile_export.demo import MODEL_DIR
-from mobile_export.demo.data import load_reviews, split_of, write_split
+from mobile_export.demo.data import load_reviews, split_of
 
 METRICS = json.loads((MODEL_DIR / "training_metrics.json").read_text())
 
@@ -37,12 +37,10 @@ def test_checkpoint_is_the_model_cards():
     assert loaded.config.max_position_embeddings == METRICS["max_len"]
 
 
-def test_int8_artifacts_keep_accuracy_on_test_split(tmp_path):
+def test_int8_artifacts_keep_accuracy_on_test_split(demo_int8):
     """What `make demo` does: int8 .pte and .onnx on the whole test split, default 99% agreement."""
-    data = tmp_path / "test.tsv"
-    n = write_split("test", data)
+    result, _, n = demo_int8
     assert n >= 1000
-    result = export(MODEL_DIR, tmp_path / "out", ExportOptions(quant=Quant.INT8, data=str(data), measure_memory=False))
     assert {a.backend for a in result.artifacts} == {Backend.EXECUTORCH, Backend.ONNX}
     for art in result.artifacts:
         p = art.parity

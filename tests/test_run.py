@@ -228,7 +228,10 @@ def test_run_refuses_a_folder_that_is_not_an_export(tmp_path, capsys):
     code, line = _error(["run", str(tmp_path), "text"], capsys)
     assert code == 2 and "is not an export folder (no manifest.json)" in line
     code, line = _error(["run", str(tmp_path / "missing"), "text"], capsys)
-    assert code == 2 and "is not a folder" in line
+    assert code == 2 and "is neither a folder nor a file" in line
+    (tmp_path / "notes.txt").write_text("hello")
+    code, line = _error(["run", str(tmp_path / "notes.txt"), "text"], capsys)
+    assert code == 2 and "notes.txt: mobile-export reads .pte, .onnx and .ort files" in line
 
 
 def test_run_refuses_a_changed_artifact(exported, tmp_path, capsys):

@@ -243,7 +243,9 @@ def _size_args(sz: argparse.ArgumentParser) -> None:
 
 
 def _run_args(rn: argparse.ArgumentParser) -> None:
-    rn.add_argument("folder", help="the --out folder of mobile-export export")
+    rn.add_argument(
+        "folder", help="the --out folder of mobile-export export, or one .pte / .onnx of it (it carries its assets)"
+    )
     rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
     _backend_arg(rn, "run only this artifact (default: every one listed)", repeat=False)
     rn.add_argument("--json", action="store_true", help="one JSON object per text and artifact")

@@ -1,4 +1,5 @@
-"""``mobile-export run OUT_DIR [TEXT ...]``: an export tried on text, without its checkpoint.
+"""``mobile-export run OUT_DIR|FILE [TEXT ...]``: an export (a folder, or one artifact that carries its assets)
+tried on text, without its checkpoint.
 
 Texts come from the arguments, or one per line on stdin (read as they come, so a long stream holds one
 line at a time). Question answering takes ``--context`` or ``question<TAB>context`` lines. A text that cannot

@@ -16,4 +16,8 @@ public final class EValue {
     public long toInt() {
         throw new UnsupportedOperationException("compile-only");
     }
+
+    public String toStr() {
+        throw new UnsupportedOperationException("compile-only");
+    }
 }

@@ -5,10 +5,13 @@ import java.io.File;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import org.mobileexport.core.AssetSource;
 import org.mobileexport.core.Classifier;
+import org.mobileexport.core.Embedded;
+import org.mobileexport.core.Identity;
 import org.mobileexport.core.Manifest;
 import org.mobileexport.core.SelfTest;
 import org.mobileexport.core.TextEncoder;
@@ -16,21 +19,21 @@ import org.mobileexport.core.TextEncoder;
 /**
  * The app's ONNX Runtime path on the JVM: the app's own {@link OrtRunner} (desktop build of the same
  * ONNX Runtime Java API), the core tokenizer, {@link Classifier} and {@link SelfTest} on an export
- * folder. Runs the self-test with the manifest's tolerance, then classifies every line of a
- * {@code label<TAB>text} file and writes {@code index<TAB>p0<TAB>p1...} per line.
+ * folder, or on one .onnx alone (with its data file): then the tokenizer, labels and golden examples are the ones
+ * it carries, read through ONNX Runtime's metadata API after its identity is checked. Runs the self-test with the
+ * manifest's (or card's) tolerance, then classifies every line of a {@code label<TAB>text} file and writes
+ * {@code index<TAB>p0<TAB>p1...} per line.
  *
- * <p>Usage: {@code JvmOrtCheck EXPORT_DIR REVIEWS_TSV OUT_TSV}; exit 0 when the self-test passed.
+ * <p>Usage: {@code JvmOrtCheck EXPORT_DIR|MODEL_ONNX REVIEWS_TSV OUT_TSV}; exit 0 when the self-test passed.
  */
 public final class JvmOrtCheck {
     private JvmOrtCheck() {
     }
 
     public static void main(String[] args) throws Exception {
-        File export = new File(args[0]);
-        AssetSource assets = AssetSource.directory(export);
-        TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
-        Classifier classifier = Classifier.load(assets, "labels.json");
-        double tolerance = Manifest.load(assets, "manifest.json").selfTestTolerance("model.onnx");
+        File given = new File(args[0]);
+        boolean alone = given.isFile();
+        File model = alone ? given : new File(given, "model.onnx");
         int failures = 0;
         try (ai.onnxruntime.OrtSession.SessionOptions options = OrtRunner.sessionOptions(8)) {
             String precision = options.getConfigEntries().get(OrtRunner.X64_QUANT_PRECISION);
@@ -39,8 +42,30 @@ public final class JvmOrtCheck {
                 failures++;
             }
         }
-        try (OrtRunner runner = new OrtRunner(new File(export, "model.onnx"))) {
-            List<SelfTest.Golden> golden = SelfTest.load(assets, "manifest.json");
+        try (OrtRunner runner = new OrtRunner(model)) {
+            AssetSource assets;
+            String manifest;
+            String file;
+            if (alone) {
+                List<File> files = new ArrayList<>(List.of(model));
+                File data = new File(model.getPath() + ".data");
+                if (data.isFile()) {
+                    files.add(data);
+                }
+                Identity.verify(files, runner.carried(Embedded.IDENTITY_KEY), model.getName());
+                assets = Embedded.read(runner, model.getName());
+                manifest = Embedded.CARD;
+                file = new Manifest(assets.json(manifest)).soleArtifact();
+                System.out.println("assets: carried by " + model.getName() + " (identity checked)");
+            } else {
+                assets = AssetSource.directory(given);
+                manifest = "manifest.json";
+                file = "model.onnx";
+            }
+            TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
+            Classifier classifier = Classifier.load(assets, "labels.json");
+            double tolerance = Manifest.load(assets, manifest).selfTestTolerance(file);
+            List<SelfTest.Golden> golden = SelfTest.load(assets, manifest);
             SelfTest.Result result = SelfTest.run(golden, encoder, runner, tolerance);
             System.out.println("self-test: " + (result.passed ? "passed" : "FAILED") + ", " + result.message);
             if (!result.passed) {

@@ -3,8 +3,11 @@ package org.mobileexport.demo;
 import java.io.File;
 import java.util.Arrays;
 import java.util.List;
+import org.mobileexport.core.CarriedAssets;
+import org.mobileexport.core.Embedded;
 import org.mobileexport.core.Encoding;
 import org.mobileexport.core.LayerLoop;
+import org.mobileexport.core.Manifest;
 import org.mobileexport.core.ModelRunner;
 import org.pytorch.executorch.EValue;
 import org.pytorch.executorch.Module;
@@ -18,23 +21,50 @@ import org.pytorch.executorch.Tensor;
  * layer, run once per entry of {@code layer_schedule}, and {@code head} gives the task's outputs. Each
  * method packs its XNNPACK weights once when it loads, so the shared layer is in RAM once however many
  * layers run. A .pte with a plain {@code forward} (other tools' exports) runs as it is, as in Python.
- * The program is memory-mapped, not read into the heap.
+ * The program is memory-mapped, not read into the heap. The assets the file carries are constant methods
+ * returning strings ({@link #carried}).
  */
-final class ExecuTorchRunner implements ModelRunner, AutoCloseable {
+final class ExecuTorchRunner implements ModelRunner, CarriedAssets, AutoCloseable {
     private final Module module;
     private final LayerLoop<EValue> calls;
     private final int inputs; // the model inputs the program takes (Manifest.inputCount: 2 for DistilBERT)
 
+    /** {@code pte} taking {@code inputs} model inputs, as its folder's manifest.json says. */
     ExecuTorchRunner(File pte, int inputs) throws Exception {
-        this.inputs = inputs;
-        Module loaded = Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP);
+        this(Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP), inputs, null);
+    }
+
+    /** {@code pte} alone: how many inputs it takes is read from the card it carries. */
+    static ExecuTorchRunner alone(File pte) throws Exception {
+        return new ExecuTorchRunner(Module.load(pte.getAbsolutePath(), Module.LOAD_MODE_MMAP), -1, pte.getName());
+    }
+
+    private ExecuTorchRunner(Module loaded, int inputs, String file) throws Exception {
         try {
             calls = LayerLoop.of(new Program(loaded), Arrays.asList(loaded.getMethods()));
+            if (inputs >= 0) {
+                this.inputs = inputs;
+            } else {
+                Manifest card = new Manifest(Embedded.read(key -> carried(loaded, key), file).json(Embedded.CARD));
+                this.inputs = card.inputCount(card.soleArtifact());
+            }
         } catch (Exception | Error e) { // a .pte the app cannot call must not keep its native memory
             loaded.destroy();
             throw e;
         }
         module = loaded;
+    }
+
+    @Override
+    public String carried(String key) {
+        return carried(module, key);
+    }
+
+    private static String carried(Module module, String key) {
+        if (!Arrays.asList(module.getMethods()).contains(key)) {
+            return null;
+        }
+        return module.execute(key)[0].toStr();
     }
 
     @Override

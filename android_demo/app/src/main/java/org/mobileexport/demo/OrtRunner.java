@@ -8,11 +8,15 @@ import java.io.File;
 import java.nio.LongBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import org.mobileexport.core.CarriedAssets;
 import org.mobileexport.core.Encoding;
 import org.mobileexport.core.ModelRunner;
 
-/** model.onnx through ONNX Runtime's Android library (CPU execution provider). */
-final class OrtRunner implements ModelRunner, AutoCloseable {
+/**
+ * model.onnx through ONNX Runtime's Android library (CPU execution provider); the assets the file carries are
+ * its custom metadata.
+ */
+final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
     private final OrtSession session;
 
@@ -69,6 +73,11 @@ final class OrtRunner implements ModelRunner, AutoCloseable {
     @Override
     public String name() {
         return "ONNX Runtime .onnx";
+    }
+
+    @Override
+    public String carried(String key) throws OrtException {
+        return session.getMetadata().getCustomMetadata().get(key);
     }
 
     @Override

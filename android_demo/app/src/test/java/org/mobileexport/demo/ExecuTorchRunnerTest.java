@@ -5,10 +5,15 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipOutputStream;
 import org.junit.Before;
 import org.junit.Test;
 import org.mobileexport.core.Encoding;
@@ -70,6 +75,58 @@ public class ExecuTorchRunnerTest {
         }
         assertEquals(List.of("forward/3"), calls);
         assertEquals(1, Module.destroyed);
+    }
+
+    /** A block as Python's pack writes it: a deflated zip of {@code card.json}, in base64. */
+    private static String block(String card) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ZipOutputStream zip = new ZipOutputStream(bytes)) {
+            zip.putNextEntry(new ZipEntry("card.json"));
+            zip.write(card.getBytes(StandardCharsets.UTF_8));
+            zip.closeEntry();
+        }
+        return Base64.getEncoder().encodeToString(bytes.toByteArray());
+    }
+
+    private static Module.Program carrying(String assets, List<String> calls) {
+        return new Module.Program() {
+            public String[] methods() {
+                return new String[] {"forward", "mobile_export_assets"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                calls.add(method + "/" + inputs.length);
+                return method.equals("forward") ? new EValue[] {floats(1, 2)} : new EValue[] {EValue.from(assets)};
+            }
+        };
+    }
+
+    @Test
+    public void aFileAloneIsFedTheInputsItsCardNames() throws Exception {
+        List<String> calls = new ArrayList<>(); // renamed on the device: the card's own entry is read
+        Module.next = carrying(block("{\"artifacts\": [{\"file\": \"model.pte\", \"calling_convention\": "
+                + "{\"inputs\": [\"input_ids\", \"attention_mask\"]}}]}"), calls);
+        try (ExecuTorchRunner runner = ExecuTorchRunner.alone(new File("renamed.pte"))) {
+            assertArrayEquals(new float[] {1, 2}, runner.run(TEXT), 0f);
+        }
+        assertEquals(List.of("mobile_export_assets/0", "forward/2"), calls);
+    }
+
+    @Test
+    public void aFileAloneWithABrokenBlockIsRefusedAndDestroyed() throws Exception {
+        for (String bad : new String[] {"not base64!", Base64.getEncoder().encodeToString(new byte[] {1, 2, 3}),
+                block("[1, 2]")}) {
+            Module.destroyed = 0;
+            Module.next = carrying(bad, new ArrayList<>());
+            try (ExecuTorchRunner runner = ExecuTorchRunner.alone(PTE)) {
+                fail("a broken block must not load: " + runner.name());
+            } catch (IOException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains("model.pte"));
+            } catch (org.json.JSONException e) {
+                fail("a broken card must be an IOException: " + e);
+            }
+            assertEquals(1, Module.destroyed);
+        }
     }
 
     @Test

@@ -47,6 +47,19 @@ public final class Manifest {
         }
     }
 
+    /** The file name of the only artifact it describes: a card's ({@link Embedded#CARD}), whatever the file is called now. */
+    public String soleArtifact() throws IOException {
+        try {
+            JSONArray artifacts = json.getJSONArray("artifacts");
+            if (artifacts.length() != 1) {
+                throw new IOException("the card describes " + artifacts.length() + " artifacts, not one");
+            }
+            return artifacts.getJSONObject(0).getString("file");
+        } catch (JSONException e) {
+            throw new IOException("the card has no valid artifact entry: " + e.getMessage(), e);
+        }
+    }
+
     /** The sha256 (hex) the export recorded for {@code path}; verifies the one-time copy out of the APK. */
     public String sha256(String path) throws IOException {
         try {
