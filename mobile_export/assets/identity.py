@@ -87,4 +87,3 @@ def verify(files: list[Path], value: str, shown: str) -> None:
             f"{what} hashes to sha256 {actual[:16]}..., not the {digits[:16]}... it carries (changed or corrupted "
             "after export); restore it or export again"
         )
-

@@ -17,6 +17,7 @@ from ..parity.checker import Checked
 from .context import ExportRun
 from .outputs import artifact_entry
 
+
 def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str, list[str]]) -> None:
     """Each .pte and .onnx of ``checked`` rewritten to carry its block and identity (``options``: the options
     record; ``kept``: per file, the Linears a repair kept fp32); the results' bytes and sha256 follow."""
@@ -60,4 +61,3 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
                 "assets_bytes": sum(len(v) for v in assets.values()),
                 "identity": identity,
             }
-
