@@ -200,7 +200,10 @@ def test_broken_embedded_block_is_one_line(tiny, tmp_path, case, name, capsys):
     before = sorted(p.name for p in dest.parent.iterdir())
     with pytest.raises(BadInputError, match=words.replace(".", r"\.")):
         load(dest)
-    for argv in (["run", str(dest), "hello"], ["parity", str(ckpt), str(dest), "--quiet"]):
+    commands = [["run", str(dest), "hello"]]
+    if case != "card-describes-nothing":  # parity reads no more of the card than its head: that block is sound to it
+        commands.append(["parity", str(ckpt), str(dest), "--quiet"])
+    for argv in commands:
         code = main(argv)
         err = capsys.readouterr().err
         lines = [line for line in err.splitlines() if line.startswith("mobile-export")]

@@ -93,8 +93,14 @@ def test_parity_refuses_a_file_that_is_not_the_one_its_manifest_records(tiny_che
     folder = tmp_path / "copy"
     shutil.copytree(onnx_export, folder)
     pte = folder / "model.pte"
+    from mobile_export.backends.executorch.serializer import program_table
+
+    header, program = program_table(pte)  # in the largest program constant, the word table (not in the assets)
+    segment = program.segments[program.constant_segment.segment_index]
+    starts = [*program.constant_segment.offsets, segment.size]
+    start, end = max(zip(starts, starts[1:]), key=lambda pair: pair[1] - pair[0])
     data = bytearray(pte.read_bytes())
-    middle = len(data) // 2
+    middle = header.segment_base_offset + segment.offset + (start + end) // 2
     data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
     pte.write_bytes(bytes(data))
     recorded = json.loads((folder / "manifest.json").read_text())

@@ -198,8 +198,11 @@ def _readable(given: list[Path], options: ParityOptions) -> tuple[list[Path], li
     paths = [backends.open_artifact(p)[1] for p in given]
     if not options.ignore_manifest:
         for g, p in zip(given, paths):
-            carried(p, str(g))  # its own identity, when it carries one
             check_beside(backends.artifact_files(p), str(g))
+            try:
+                carried(p, str(g))  # its own identity and assets, when it carries them
+            except ArtifactLoadError as exc:
+                raise ArtifactLoadError(f"{exc}; or pass --ignore-manifest to check it anyway") from None
     quants = []
     for p in paths:
         try:
