@@ -18,7 +18,7 @@ from ..parity.metrics import ParityResult
 from ..parity.plots import CrossRuntime, PlotData
 
 # The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 8
+REPORT_SCHEMA = 9
 
 
 @dataclass(frozen=True)
