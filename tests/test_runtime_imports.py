@@ -79,14 +79,17 @@ print(json.dumps({"result": result, "loaded": {name: name in sys.modules for nam
 _NOT_LOADED = {"onnx": ("torch", "executorch.exir", "torchao", "optimum"), "executorch": ("executorch.exir", "torchao")}
 
 
+@pytest.mark.parametrize("given", ["folder", "file"])
 @pytest.mark.parametrize("backend", ["onnx", "executorch"])
-def test_load_imports_no_compiler_in_a_fresh_process(artifacts, backend):
-    """``mobile_export.load`` of an export folder: the .onnx path imports neither torch nor any compiler, the .pte
-    path not ExecuTorch's compiler (nor torchao, whose import warns); nothing on stderr; the scores are those of
-    this process, which has everything loaded."""
+def test_load_imports_no_compiler_in_a_fresh_process(artifacts, backend, given):
+    """``mobile_export.load`` of an export folder, or of one artifact alone (reading the assets it carries): the .onnx
+    path imports neither torch nor any compiler, the .pte path not ExecuTorch's compiler (nor torchao, whose import
+    warns); nothing on stderr; the scores are those of this process, which has everything loaded."""
     from mobile_export import load
 
-    proc = subprocess.run([sys.executable, "-c", _LOAD, str(artifacts), backend, *_NOT_LOADED[backend]],
+    name = {"onnx": "model.onnx", "executorch": "model.pte"}[backend]
+    source = artifacts if given == "folder" else artifacts / name
+    proc = subprocess.run([sys.executable, "-c", _LOAD, str(source), backend, *_NOT_LOADED[backend]],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == "", proc.stderr[-2000:]
