@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all lint clean android-junit android-test android-assets android-jvm android-compile \
+.PHONY: install demo bench train-demo test test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -133,6 +133,13 @@ android-compile: install
 	javac -encoding UTF-8 --release 17 -Xlint:all -Werror -cp $(JAVA_CP):$(JUNIT_CP) -d $(APP_BUILD)/jvm-test \
 		$$(find $(CORE)/src/main/java android_demo/app/src/test -name '*.java') $(APP_SRC)/ExecuTorchRunner.java
 	java -cp $(APP_BUILD)/jvm-test:$(JAVA_CP):$(JUNIT_CP) org.junit.runner.JUnitCore org.mobileexport.demo.ExecuTorchRunnerTest
+
+# android_demo/core as a Maven library (core/pom.xml) and the README's Kotlin snippet compiled against its jar.
+android-library:
+	@command -v mvn >/dev/null || { echo "mvn not found: apt-get install -y maven" >&2; exit 2; }
+	mvn -q -B -f $(CORE)/pom.xml package
+	bash android_demo/tools/compile_kotlin_snippet.sh android_demo/build/core-maven/mobile-export-core-0.1.0.jar \
+		android_demo/build/kotlin-snippet
 
 # Copy the demo export (make demo) into the app's assets; ANDROID_EXPORT=DIR to use another export.
 ANDROID_EXPORT ?= out/demo

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from blocks import copy_alone
+from blocks import copy_alone, with_strings
 
 pytestmark = pytest.mark.android_jvm
 
@@ -50,6 +50,24 @@ def _python_ort(pythonpath: str | None, model, feeds_path, out) -> dict:
     return json.loads(out.read_text())
 
 
+def _refused_on_the_jvm(classpath: str, good, data, tmp_path) -> None:
+    """JvmOrtCheck (the library's TextModel.open) on a lone .onnx whose data file changed after export, and on one
+    whose block is not base64: a non-zero exit naming the problem, before anything is classified."""
+    from mobile_export.assets.embedded import ASSETS_KEY
+
+    changed = copy_alone(good, tmp_path / "changed")
+    weights = bytearray(changed.with_name("model.onnx.data").read_bytes())
+    weights[len(weights) // 2] ^= 0x01
+    changed.with_name("model.onnx.data").write_bytes(bytes(weights))
+    (tmp_path / "broken").mkdir()
+    broken = with_strings(good, tmp_path / "broken" / "model.onnx", {ASSETS_KEY: "not base64!"})
+    for path, words in ((changed, "changed or corrupted after export"), (broken, "broken embedded block (not base64)")):
+        proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(path), str(data),
+                               str(tmp_path / "refused.tsv")], capture_output=True, text=True, timeout=600)
+        assert proc.returncode != 0 and words in proc.stderr and "model.onnx" in proc.stderr, proc.stderr[-1500:]
+        assert "classified" not in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("quant", ["int8", "int4"])
 def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
@@ -75,6 +93,8 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "self-test: passed" in proc.stdout, proc.stdout
     assert ("assets: carried by model.onnx (identity checked)" in proc.stdout) == (quant == "int8"), proc.stdout
+    if quant == "int8":  # the Java reader refuses what Python's refuses: a changed weight, a broken block
+        _refused_on_the_jvm(classpath, given, data, tmp_path)
     assert "session option session.x64quantprecision=1" in proc.stdout, proc.stdout  # the app's OrtRunner sets it
     java = [line.split("\t") for line in java_out.read_text(encoding="utf-8").splitlines()]
     assert len(java) == n >= 1667

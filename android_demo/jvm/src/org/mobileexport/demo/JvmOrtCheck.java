@@ -5,22 +5,20 @@ import java.io.File;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import org.mobileexport.core.AssetSource;
 import org.mobileexport.core.Classifier;
-import org.mobileexport.core.Embedded;
-import org.mobileexport.core.Identity;
 import org.mobileexport.core.Manifest;
 import org.mobileexport.core.SelfTest;
 import org.mobileexport.core.TextEncoder;
+import org.mobileexport.core.TextModel;
 
 /**
  * The app's ONNX Runtime path on the JVM: the app's own {@link OrtRunner} (desktop build of the same
  * ONNX Runtime Java API), the core tokenizer, {@link Classifier} and {@link SelfTest} on an export
- * folder, or on one .onnx alone (with its data file): then the tokenizer, labels and golden examples are the ones
- * it carries, read through ONNX Runtime's metadata API after its identity is checked. Runs the self-test with the
+ * folder, or on one .onnx alone (with its data file) through the library's {@link TextModel}: then the tokenizer,
+ * labels and golden examples are the ones it carries, read through ONNX Runtime's metadata API after its identity
+ * is checked. Runs the self-test with the
  * manifest's (or card's) tolerance, then classifies every line of a {@code label<TAB>text} file and writes
  * {@code index<TAB>p0<TAB>p1...} per line.
  *
@@ -28,6 +26,11 @@ import org.mobileexport.core.TextEncoder;
  */
 public final class JvmOrtCheck {
     private JvmOrtCheck() {
+    }
+
+    /** One text to its prediction. */
+    private interface Classify {
+        Classifier.Prediction apply(String text) throws Exception;
     }
 
     public static void main(String[] args) throws Exception {
@@ -43,30 +46,21 @@ public final class JvmOrtCheck {
             }
         }
         try (OrtRunner runner = new OrtRunner(model)) {
-            AssetSource assets;
-            String manifest;
-            String file;
-            if (alone) {
-                List<File> files = new ArrayList<>(List.of(model));
-                File data = new File(model.getPath() + ".data");
-                if (data.isFile()) {
-                    files.add(data);
-                }
-                Identity.verify(files, runner.carried(Embedded.IDENTITY_KEY), model.getName());
-                assets = Embedded.read(runner, model.getName());
-                manifest = Embedded.CARD;
-                file = new Manifest(assets.json(manifest)).soleArtifact();
+            Classify classify;
+            SelfTest.Result result;
+            if (alone) { // the library's entry point: identity checked, the carried assets read through ORT
+                TextModel carried = TextModel.open(runner, model);
                 System.out.println("assets: carried by " + model.getName() + " (identity checked)");
+                classify = carried::classify;
+                result = carried.selfTest();
             } else {
-                assets = AssetSource.directory(given);
-                manifest = "manifest.json";
-                file = "model.onnx";
+                AssetSource assets = AssetSource.directory(given);
+                TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
+                Classifier classifier = Classifier.load(assets, "labels.json");
+                double tolerance = Manifest.load(assets, "manifest.json").selfTestTolerance("model.onnx");
+                classify = text -> classifier.predict(runner.run(encoder.encode(text)));
+                result = SelfTest.run(SelfTest.load(assets, "manifest.json"), encoder, runner, tolerance);
             }
-            TextEncoder encoder = TextEncoder.load(assets, "tokenizer");
-            Classifier classifier = Classifier.load(assets, "labels.json");
-            double tolerance = Manifest.load(assets, manifest).selfTestTolerance(file);
-            List<SelfTest.Golden> golden = SelfTest.load(assets, manifest);
-            SelfTest.Result result = SelfTest.run(golden, encoder, runner, tolerance);
             System.out.println("self-test: " + (result.passed ? "passed" : "FAILED") + ", " + result.message);
             if (!result.passed) {
                 failures++;
@@ -81,7 +75,7 @@ public final class JvmOrtCheck {
                     }
                     int tab = line.indexOf('\t');
                     String text = tab >= 0 ? line.substring(tab + 1) : line;
-                    Classifier.Prediction p = classifier.predict(runner.run(encoder.encode(text)));
+                    Classifier.Prediction p = classify.apply(text);
                     StringBuilder row = new StringBuilder().append(p.index);
                     for (double v : p.probabilities) {
                         row.append('\t').append(String.format(Locale.ROOT, "%.9f", v));

@@ -1,0 +1,132 @@
+package org.mobileexport.core;
+
+import java.io.File;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.json.JSONException;
+import org.json.JSONObject;
+
+/**
+ * One model file an export wrote, ready to use: its runner (the app's ExecuTorch or ONNX Runtime one) and the
+ * tokenizer, labels and golden examples the file carries, read through that runner after the file's identity is
+ * checked. The library's entry point:
+ *
+ * <pre>{@code
+ * try (TextModel model = TextModel.open(runner, file)) {
+ *     Classifier.Prediction p = model.classify("这个手机很好用");
+ * }
+ * }</pre>
+ */
+public final class TextModel implements AutoCloseable {
+    private final ModelRunner runner;
+    private final TextEncoder encoder;
+    private final Classifier classifier; // null unless the task has labels
+    private final List<SelfTest.Golden> golden;
+    private final double tolerance;
+    private final String task;
+    private final List<String> outputs;
+
+    private TextModel(ModelRunner runner, TextEncoder encoder, Classifier classifier, List<SelfTest.Golden> golden,
+            double tolerance, String task, List<String> outputs) {
+        this.runner = runner;
+        this.encoder = encoder;
+        this.classifier = classifier;
+        this.golden = golden;
+        this.tolerance = tolerance;
+        this.task = task;
+        this.outputs = outputs;
+    }
+
+    /**
+     * {@code file} (a .pte, or a .onnx with its .onnx.data beside it) as loaded by {@code runner}: its identity
+     * checked, then the assets it carries read. IOException naming the file when it changed after export or
+     * carries no (or a broken) block.
+     */
+    public static <R extends ModelRunner & CarriedAssets> TextModel open(R runner, File file) throws IOException {
+        List<File> files = new ArrayList<>(Collections.singletonList(file));
+        File data = new File(file.getPath() + ".data");
+        if (data.isFile()) {
+            files.add(data);
+        }
+        String shown = file.getName();
+        String identity;
+        try {
+            identity = runner.carried(Embedded.IDENTITY_KEY);
+        } catch (Exception e) {
+            throw new IOException(shown + ": its identity could not be read (" + e.getMessage() + ")", e);
+        }
+        if (identity == null) {
+            throw new IOException(shown + " carries no embedded assets (exported with --no-embed or by an older "
+                    + "version); ship its export folder instead");
+        }
+        Identity.verify(files, identity, shown);
+        Embedded assets = Embedded.read(runner, shown);
+        JSONObject card = assets.json(Embedded.CARD);
+        Manifest manifest = new Manifest(card);
+        List<String> outputs = new ArrayList<>();
+        try {
+            for (int i = 0; i < card.getJSONArray("outputs").length(); i++) {
+                outputs.add(card.getJSONArray("outputs").getString(i));
+            }
+            return new TextModel(runner, TextEncoder.load(assets, "tokenizer"),
+                    assets.has("labels.json") ? Classifier.load(assets, "labels.json") : null,
+                    SelfTest.load(assets, Embedded.CARD), manifest.selfTestTolerance(manifest.soleArtifact()),
+                    card.getString("task"), outputs);
+        } catch (JSONException e) {
+            throw new IOException(shown + "'s embedded card is malformed: " + e.getMessage(), e);
+        }
+    }
+
+    /** The task the model was exported for ("text-classification", "feature-extraction", ...). */
+    public String task() {
+        return task;
+    }
+
+    /** Labels by class index (empty for a task without labels). */
+    public List<String> labels() {
+        return classifier == null ? Collections.emptyList() : classifier.labels();
+    }
+
+    /** The label and probabilities of {@code text} (a classifier's model). */
+    public Classifier.Prediction classify(String text) throws Exception {
+        if (classifier == null) {
+            throw new IllegalStateException("a " + task + " model has no labels to classify with");
+        }
+        return classifier.predict(runner.run(encoder.encode(text)));
+    }
+
+    /** The sentence embedding of {@code text} (a model exported with --task feature-extraction --pooling). */
+    public float[] embed(String text) throws Exception {
+        if (!outputs.contains(SentenceEmbedding.OUTPUT)) {
+            throw new IllegalStateException("the model gives " + outputs + ", not a " + SentenceEmbedding.OUTPUT
+                    + "; export it with --task feature-extraction --pooling mean");
+        }
+        return runner.run(encoder.encode(text));
+    }
+
+    /** The file's own golden examples run through the runner: ids as Python gave them, outputs within tolerance. */
+    public SelfTest.Result selfTest() {
+        return SelfTest.run(golden, encoder, runner, tolerance);
+    }
+
+    /** The tokenizer the file carries. */
+    public TextEncoder encoder() {
+        return encoder;
+    }
+
+    /** Closes the runner (when it holds native memory); what it throws comes back as an IOException. */
+    @Override
+    public void close() throws IOException {
+        if (runner instanceof AutoCloseable) {
+            try {
+                ((AutoCloseable) runner).close();
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IOException("closing " + runner.name() + ": " + e.getMessage(), e);
+            }
+        }
+    }
+}
