@@ -124,12 +124,18 @@ def check_artifacts(
 
 def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
     """The head the artifacts were exported with: ``--head`` / ``--pooling`` when given, else what a
-    manifest.json beside the first artifact records (when it fits the checkpoint's task)."""
+    manifest.json beside the first artifact records, else what the card it carries records (when it fits the
+    checkpoint's task; a block that does not read, passed with --ignore-manifest, records nothing)."""
     if options.head or options.pooling or options.normalize:
         return parse_head(task, options.head, options.pooling, options.normalize)
     recorded = recorded_head(paths[0].parent)
-    if recorded is None and (found := carried(paths[0], str(paths[0]), check=False)) is not None:
-        recorded = found[1].get("head") if isinstance(found[1].get("head"), dict) else None
+    if recorded is None:
+        try:
+            found = carried(paths[0], str(paths[0]), check=False)
+        except ArtifactLoadError:
+            found = None
+        head = found[1].get("head") if found is not None else None
+        recorded = head if isinstance(head, dict) else None
     spec = HeadSpec.from_manifest(recorded)
     fits = {"topk": "fill-mask", "pool": "feature-extraction"}.get(spec.kind, task) == task
     return spec if fits else HeadSpec()
