@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+
+from blocks import restamp
 from pipelines import assert_fills_equal_pipeline, pipeline_for
 
 from mobile_export import Backend, BadInputError, ExportOptions, Quant, load
@@ -93,6 +95,7 @@ def test_topk_int8_parity_gate_both_ways(exported, tmp_path, capsys):
     bias.CopyFrom(numpy_helper.from_array(noisy, bias.name))
     bad = tmp_path / "model.onnx"
     onnx.save(model, str(bad), save_as_external_data=True, location="model.onnx.data")
+    restamp(bad)
     code = main(["parity", str(ckpt), str(bad), "--head", "topk", "--quiet"])
     text = capsys.readouterr()
     assert code == 3, text
@@ -155,6 +158,7 @@ def test_cls_pooling_int8_and_its_gate_both_ways(exported, tmp_path, capsys):
     graph.node.append(helper.make_node("Mul", [f"{final}/raw", "tamper/flip"], [final], name="tamper"))
     bad = tmp_path / "model.onnx"
     onnx.save(model_proto, str(bad), save_as_external_data=True, location="model.onnx.data")
+    restamp(bad)
     code = main(["parity", str(ckpt), str(bad), "--pooling", "cls", "--quiet"])
     text = capsys.readouterr()
     assert code == 3, text
