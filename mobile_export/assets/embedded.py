@@ -37,12 +37,17 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # a fixed time in every member: the same assets give the same bytes
 
 
+def _plain(name: str) -> bool:
+    """A member name that is a plain relative POSIX path (no absolute path, no ``..``)."""
+    return bool(_NAME.fullmatch(name)) and ".." not in name.split("/")
+
+
 def pack(files: dict[str, bytes]) -> str:
     """``files`` (relative POSIX path -> bytes, ``CARD`` among them) as the block's text."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
         for name in sorted(files):
-            if not _NAME.fullmatch(name) or ".." in name.split("/"):
+            if not _plain(name):
                 raise ValueError(f"{name!r} is not a plain relative path")
             info = zipfile.ZipInfo(name, date_time=_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -69,7 +74,7 @@ def unpack(text: str, shown: str) -> dict[str, bytes]:
                 raise ArtifactLoadError(f"{bad} ({len(members)} members, over {MAX_MEMBERS}); {again}")
             total = sum(m.file_size for m in members)
             for m in members:
-                if not _NAME.fullmatch(m.filename) or ".." in m.filename.split("/"):
+                if not _plain(m.filename):
                     raise ArtifactLoadError(f"{bad} (member {m.filename[:60]!r} is not a plain path); {again}")
                 if m.file_size > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
                     raise ArtifactLoadError(

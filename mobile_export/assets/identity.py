@@ -31,9 +31,8 @@ def _find(path: Path, needle: bytes) -> list[int]:
                 break
             window = tail + chunk
             start = 0
-            while (hit := window.find(needle, start)) >= 0:
-                if offset + hit not in found:
-                    found.append(offset + hit)
+            while (hit := window.find(needle, start)) >= 0:  # the kept tail is shorter than a match: none twice
+                found.append(offset + hit)
                 start = hit + 1
             keep = min(len(window), len(needle) - 1)
             offset += len(window) - keep

@@ -6,6 +6,7 @@ and the weights' bytes stay the ones checked."""
 from __future__ import annotations
 
 import json
+
 from .. import backends
 from ..assets.embedded import ASSETS_KEY, CARD, CARD_SCHEMA, IDENTITY_KEY, pack
 from ..assets.identity import PLACEHOLDER, stamp

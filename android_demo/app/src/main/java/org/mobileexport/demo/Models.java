@@ -4,21 +4,21 @@ import android.content.Context;
 import android.util.Log;
 import java.io.File;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Supplier;
 import org.mobileexport.core.AssetCopy;
 import org.mobileexport.core.CarriedAssets;
 import org.mobileexport.core.Classifier;
 import org.mobileexport.core.DeviceStats;
 import org.mobileexport.core.Embedded;
 import org.mobileexport.core.Encoding;
-import org.mobileexport.core.Identity;
 import org.mobileexport.core.Manifest;
 import org.mobileexport.core.ModelHost;
 import org.mobileexport.core.ModelRunner;
 import org.mobileexport.core.SelfTest;
 import org.mobileexport.core.TextEncoder;
+import org.mobileexport.core.TextModel;
 
 /**
  * The tokenizer, labels and runtimes of one load, with what loading them cost (time, first run, RSS).
@@ -77,22 +77,20 @@ final class Models implements AutoCloseable {
                 File pte = copy(assets, manifest, "model.pte", dir);
                 long t0 = System.nanoTime();
                 ExecuTorchRunner runner = new ExecuTorchRunner(pte, manifest.inputCount("model.pte"));
-                m.add(runner, t0, m.selfTest(runner, Collections.singletonList(pte), manifest.selfTestTolerance("model.pte"), golden), out);
+                m.add(runner, t0, m.selfTest(runner, pte, manifest.selfTestTolerance("model.pte"), golden), golden, out);
             } catch (Exception | Error e) { // UnsatisfiedLinkError / ExceptionInInitializerError from the native library too
                 out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append("\n\n");
             }
         }
         if (assets.exists("model.onnx")) {
             try {
-                List<File> files = new ArrayList<>();
                 if (assets.exists("model.onnx.data")) { // the weights, read by ONNX Runtime from beside the graph
-                    files.add(copy(assets, manifest, "model.onnx.data", dir));
+                    copy(assets, manifest, "model.onnx.data", dir);
                 }
                 File onnx = copy(assets, manifest, "model.onnx", dir);
-                files.add(0, onnx);
                 long t0 = System.nanoTime();
                 OrtRunner runner = new OrtRunner(onnx);
-                m.add(runner, t0, m.selfTest(runner, files, manifest.selfTestTolerance("model.onnx"), golden), out);
+                m.add(runner, t0, m.selfTest(runner, onnx, manifest.selfTestTolerance("model.onnx"), golden), golden, out);
             } catch (Exception | Error e) {
                 out.append("✗ ONNX Runtime .onnx did not load: ").append(describe(e)).append("\n\n");
             }
@@ -108,42 +106,32 @@ final class Models implements AutoCloseable {
         return AssetCopy.toFile(assets, name, dir, manifest.bytes(name), manifest.sha256(name));
     }
 
-    /** A runner's self-test: its tokenizer, golden examples and tolerance. */
+    /** A runner's self-test, and whose golden examples it runs. */
     private static final class Check {
-        final TextEncoder encoder;
-        final List<SelfTest.Golden> golden;
-        final double tolerance;
+        final Supplier<SelfTest.Result> result;
         final String from;
 
-        Check(TextEncoder encoder, List<SelfTest.Golden> golden, double tolerance, String from) {
-            this.encoder = encoder;
-            this.golden = golden;
-            this.tolerance = tolerance;
+        Check(Supplier<SelfTest.Result> result, String from) {
+            this.result = result;
             this.from = from;
         }
     }
 
     /**
-     * The self-test of a model file from what it carries (its identity checked first: the golden examples are
-     * the ones exported with these very bytes), else from the folder's manifest.
+     * The self-test of a model file from what it carries ({@link TextModel}: its identity checked first, so the
+     * golden examples are the ones exported with these very bytes), else from the folder's manifest.
      */
-    private Check selfTest(CarriedAssets runner, List<File> files, double tolerance, List<SelfTest.Golden> golden)
-            throws Exception {
-        String shown = files.get(0).getName();
-        String identity = runner.carried(Embedded.IDENTITY_KEY);
-        if (identity == null) { // exported with --no-embed: the folder's
-            return new Check(encoder, golden, tolerance, "manifest.json");
+    private <R extends ModelRunner & CarriedAssets> Check selfTest(R runner, File file, double tolerance,
+            List<SelfTest.Golden> golden) throws Exception {
+        if (runner.carried(Embedded.IDENTITY_KEY) == null) { // exported with --no-embed: the folder's
+            return new Check(() -> SelfTest.run(golden, encoder, runner, tolerance), "manifest.json");
         }
-        Identity.verify(files, identity, shown);
-        Embedded carried = Embedded.read(runner, shown);
-        Manifest card = new Manifest(carried.json(Embedded.CARD));
-        return new Check(TextEncoder.load(carried, "tokenizer"), SelfTest.load(carried, Embedded.CARD),
-                card.selfTestTolerance(card.soleArtifact()), shown + " itself");
+        TextModel model = TextModel.open(runner, file); // not closed here: the runner stays loaded in runners
+        return new Check(model::selfTest, file.getName() + " itself");
     }
 
     /** Keeps a runner loaded since {@code t0}; reports its load time, first run, RSS and self-test. */
-    private void add(ModelRunner runner, long t0, Check check, StringBuilder out) {
-        List<SelfTest.Golden> golden = check.golden;
+    private void add(ModelRunner runner, long t0, Check check, List<SelfTest.Golden> golden, StringBuilder out) {
         double loadMs = (System.nanoTime() - t0) / 1e6;
         runners.add(runner);
         long rss = DeviceStats.currentRssKib();
@@ -157,7 +145,7 @@ final class Models implements AutoCloseable {
                 firstRun = "failed: " + describe(e);
             }
         }
-        SelfTest.Result result = SelfTest.run(golden, check.encoder, runner, check.tolerance);
+        SelfTest.Result result = check.result.get();
         out.append(result.passed ? "✓ " : "✗ ").append(result.message).append(" (golden examples of ")
                 .append(check.from).append(")\n")
                 .append(String.format(Locale.ROOT, "  load %.1f ms, first run %s, RSS after load %s\n\n",
