@@ -11,9 +11,13 @@ import org.json.JSONObject;
  * so that the result never depends on the phone's own Unicode tables.
  */
 public final class CharTable {
+    /** The newest {@code char_table.json} schema this reader applies fully (2: Hangul syllables as ranges). */
+    public static final int SCHEMA = 2;
+
     private final CodePointSet delete;
     private final CodePointSet space;
     private final CodePointSet isolate;
+    private final CodePointSet hangul;
     private final Map<Integer, String> mapped = new HashMap<>();
     final CodePointSet whitespace;
     final CodePointSet punctuation;
@@ -22,10 +26,20 @@ public final class CharTable {
     final CodePointSet control;
 
     public CharTable(JSONObject json) throws JSONException {
+        int schema = json.optInt("schema_version", 1);
+        if (schema > SCHEMA) {
+            // a newer table may encode behaviour this reader would silently skip
+            throw new JSONException("char_table.json has schema " + schema + ", this tokenizer reads up to "
+                + SCHEMA + "; update mobile-export-core");
+        }
         JSONObject norm = json.getJSONObject("normalizer");
         delete = CodePointSet.fromJson(norm.optJSONArray("delete"));
         space = CodePointSet.fromJson(norm.optJSONArray("space"));
         isolate = CodePointSet.fromJson(norm.optJSONArray("isolate"));
+        hangul = CodePointSet.fromJson(norm.optJSONArray("hangul"));
+        if (!hangul.within(0xAC00, 0xD7A3)) {
+            throw new JSONException("char_table.json lists Hangul syllables outside U+AC00..U+D7A3");
+        }
         JSONArray map = norm.optJSONArray("map");
         for (int i = 0; map != null && i < map.length(); i++) {
             JSONArray entry = map.getJSONArray(i);
@@ -54,11 +68,22 @@ public final class CharTable {
                 out.append(' ');
             } else if (isolate.contains(cp)) {
                 out.append(' ').appendCodePoint(cp).append(' ');
+            } else if (hangul.contains(cp)) {
+                appendHangul(out, cp);
             } else {
                 out.appendCodePoint(cp);
             }
         }
         return out.toString();
+    }
+
+    /** Unicode's canonical decomposition of Hangul syllable {@code cp} (U+AC00..U+D7A3) into conjoining jamo. */
+    static void appendHangul(StringBuilder out, int cp) {
+        int s = cp - 0xAC00;
+        out.append((char) (0x1100 + s / (21 * 28))).append((char) (0x1161 + s % (21 * 28) / 28));
+        if (s % 28 != 0) {
+            out.append((char) (0x11A7 + s % 28));
+        }
     }
 
     /**

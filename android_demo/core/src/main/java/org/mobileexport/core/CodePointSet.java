@@ -41,6 +41,11 @@ public final class CodePointSet {
         return new CodePointSet(sorted, sorted.clone());
     }
 
+    /** Whether every code point of the set lies in [{@code lo}, {@code hi}]. */
+    public boolean within(int lo, int hi) {
+        return first.length == 0 || (first[0] >= lo && last[last.length - 1] <= hi);
+    }
+
     public boolean contains(int cp) {
         int lo = 0;
         int hi = first.length - 1;

@@ -35,6 +35,36 @@ public class CoreTest {
         }
     }
 
+    private static JSONObject charTable(int schema, String hangul) throws Exception {
+        return new JSONObject().put("schema_version", schema)
+            .put("normalizer", new JSONObject().put("hangul", new JSONArray(hangul)));
+    }
+
+    @Test
+    public void charTableDecomposesListedHangulSyllablesOnly() throws Exception {
+        CharTable table = new CharTable(charTable(2, "[[44032, 44032], [44033, 55203]]"));
+        // U+AC00 (no trailing consonant) -> 2 jamo; U+AC01 -> 3; U+D7A3, the last syllable -> 3
+        assertEquals("\u1100\u1161", table.normalize("\uAC00"));
+        assertEquals("\u1100\u1161\u11A8", table.normalize("\uAC01"));
+        assertEquals("\u1112\u1175\u11C2", table.normalize("\uD7A3"));
+        CharTable none = new CharTable(charTable(2, "[]"));
+        assertEquals("\uAC00", none.normalize("\uAC00"));
+    }
+
+    @Test
+    public void charTableRefusesANewerSchemaAndStrayHangulRanges() throws Exception {
+        for (JSONObject bad : new JSONObject[] {charTable(3, "[]"), charTable(2, "[[44031, 44032]]"),
+                charTable(2, "[[55203, 55204]]")}) {
+            try {
+                new CharTable(bad);
+                fail("accepted " + bad);
+            } catch (org.json.JSONException expected) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("schema")
+                    || expected.getMessage().contains("Hangul"));
+            }
+        }
+    }
+
     @Test
     public void sanitizeReplacesOnlyUnpairedSurrogates() {
         assertEquals("abc", Text.sanitize("abc"));

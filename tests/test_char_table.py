@@ -1,0 +1,38 @@
+"""The Java tokenizer's char table: what it writes compactly must expand to exactly what the probe saw."""
+
+from tokenizers import normalizers
+
+from mobile_export.assets import ondevice
+
+HANGUL = range(0xAC00, 0xD7A4)
+
+
+def _members(ranges):
+    return {cp for first, last in ranges for cp in range(first, last + 1)}
+
+
+def test_bert_normalizer_hangul_is_written_as_ranges_and_expands_to_the_normalizer():
+    bert = normalizers.BertNormalizer(lowercase=True, strip_accents=None)
+    table = ondevice._probe(bert)
+    assert table["hangul"] == [[0xAC00, 0xD7A3]]  # every syllable, as one range
+    assert not {cp for cp, _ in table["map"]} & set(HANGUL)
+    for cp in HANGUL:  # the arithmetic the Java side applies gives what the Rust normalizer gives
+        assert ondevice.hangul_decomposition(cp) == bert.normalize_str(chr(cp)), hex(cp)
+
+
+def test_a_syllable_the_normalizer_changes_otherwise_stays_an_explicit_entry():
+    class Skewed:
+        """NFD, except that one syllable becomes another string."""
+
+        def normalize_str(self, text):
+            return "x" if text == "\uac01" else normalizers.NFD().normalize_str(text)
+
+    table = ondevice._probe(Skewed())
+    assert [0xAC01, "x"] in table["map"]
+    assert _members(table["hangul"]) == set(HANGUL) - {0xAC01}
+
+
+def test_a_normalizer_that_keeps_hangul_lists_none():
+    table = ondevice._probe(normalizers.Lowercase())
+    assert table["hangul"] == []
+    assert not {cp for cp, _ in table["map"]} & set(HANGUL)
