@@ -101,11 +101,8 @@ def _charwise_table(spec: dict) -> dict:
 def hangul_decomposition(cp: int) -> str:
     """The canonical decomposition of Hangul syllable ``cp`` into its two or three conjoining jamo."""
     s = cp - _HANGUL_FIRST
-    lead, vowel, trail = (
-        _L_BASE + s // (_V_COUNT * _T_COUNT),
-        _V_BASE + s % (_V_COUNT * _T_COUNT) // _T_COUNT,
-        s % _T_COUNT,
-    )
+    per_lead = _V_COUNT * _T_COUNT
+    lead, vowel, trail = _L_BASE + s // per_lead, _V_BASE + s % per_lead // _T_COUNT, s % _T_COUNT
     return chr(lead) + chr(vowel) + (chr(_T_BASE + trail) if trail else "")
 
 
