@@ -34,9 +34,9 @@ rows = []
 for ids, types in json.load(open(feeds_path)):
     feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
              "token_type_ids": np.array([types], np.int64)}
-    logits = session.run(None, feeds)[0][0].astype(np.float64)
-    p = np.exp(logits - logits.max())
-    rows.append((p / p.sum()).tolist())
+    logits = session.run(None, feeds)[0][0].astype(np.float64)  # [classes], or [tokens, vocabulary] for fill-mask
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    rows.append((p / p.sum(-1, keepdims=True)).tolist())
 json.dump({"version": ort.__version__, "probabilities": rows}, open(out, "w"))
 """
 
@@ -93,6 +93,7 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "self-test: passed" in proc.stdout, proc.stdout
     assert ("assets: carried by model.onnx (identity checked)" in proc.stdout) == (quant == "int8"), proc.stdout
+    assert ("fill-mask refused: a text-classification model fills no masks" in proc.stdout) == (quant == "int8")
     if quant == "int8":  # the Java reader refuses what Python's refuses: a changed weight, a broken block
         _refused_on_the_jvm(classpath, given, data, tmp_path)
     assert "session option session.x64quantprecision=1" in proc.stdout, proc.stdout  # the app's OrtRunner sets it
@@ -118,3 +119,57 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
     print(f"\n{quant}: JVM OrtRunner (onnxruntime {version}) vs Python onnxruntime {version} on {n} reviews: labels "
           f"identical, max |p diff| {worst:.1e}; vs the pinned Python onnxruntime {pinned['version']}: "
           f"{int(np.sum(java_labels != q.argmax(-1)))} labels differ, max |p diff| {float(np.max(np.abs(q - java_p))):.1e}")
+
+
+# fill-mask texts: one mask, two masks, a mask at the start, and one past the max length (truncated away)
+_MASKED = ["the quick brown {m} jumps over the lazy dog.", "这家餐厅的{m}真好吃，服务也很{m}到。", "{m} me Ishmael.",
+           "word " * 80 + "{m} at the end"]
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
+def test_library_fill_mask_from_the_lone_file_matches_python(tmp_path, tiny_checkpoint, shared_export, kind):
+    """The library's TextModel.fillMask through the app's OrtRunner, from a lone int8 fill-mask .onnx: the same mask
+    positions, top-5 ids and probabilities as Python's ONNX Runtime of the same version on transformers' ids, and
+    every id's token text as transformers' decode([id])."""
+    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
+                                                               "ORT_JVM_VERSION"))
+    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
+    from mobile_export import Backend, ExportOptions, load
+    from mobile_export.model.loading import load_checkpoint
+
+    ckpt = tiny_checkpoint("fill-mask", kind, max_position_embeddings=64)
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
+    lone = copy_alone(out / "model.onnx", tmp_path / "alone")
+    tokenizer = load_checkpoint(ckpt).tokenizer
+    texts = [t.format(m=tokenizer.mask_token) for t in _MASKED]
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    k = 5
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmFillMask", str(lone),
+                           str(tmp_path / "texts.txt"), str(k), str(tmp_path / "java.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    java = json.loads((tmp_path / "java.json").read_text(encoding="utf-8"))
+
+    assert java["tokens"] == [tokenizer.decode([i]) for i in range(len(tokenizer))]
+    ids = [tokenizer(t, truncation=True, max_length=64)["input_ids"] for t in texts]
+    feeds = tmp_path / "feeds.json"
+    feeds.write_text(json.dumps([[row, [0] * len(row)] for row in ids]))
+    same = _python_ort(ort_py, lone, feeds, tmp_path / "same.json")
+    assert same["version"] == version
+    pinned = load(lone)
+    worst = 0.0
+    for row, fills, probs, text in zip(ids, java["fills"], same["probabilities"], texts):
+        masks = [i for i, t in enumerate(row) if t == tokenizer.mask_token_id]
+        assert [f["position"] for f in fills] == masks  # the last text's mask was truncated away: none
+        for fill in fills:
+            p = np.array(probs[fill["position"]])
+            np.testing.assert_allclose(fill["scores"], np.sort(p)[::-1][:k], atol=1e-6)  # the top k, best first
+            np.testing.assert_allclose(p[fill["ids"]], fill["scores"], atol=1e-6)  # ... and the ids they belong to
+        python = pinned.fill_mask(text, k)  # the pinned Python runtime, through mobile_export.load(FILE)
+        assert [m.position for m in python] == masks
+        worst = max([worst, *(abs(a - f.score) for fill, m in zip(fills, python)
+                               for a, f in zip(fill["scores"], m.fills))])
+    assert sum(len(f) for f in java["fills"]) == 4  # 1 + 2 + 1 + 0 masks were filled
+    assert java["refused"] == [f"fill-mask needs a {tokenizer.mask_token} in the text", "k 0: pass 1 or more"]
+    print(f"\n{kind} fill-mask: JVM TextModel (onnxruntime {version}) equals Python onnxruntime {version} (1e-6); "
+          f"vs the pinned Python onnxruntime through mobile_export.load: max |score diff| {worst:.1e}")

@@ -51,6 +51,12 @@ public final class JvmOrtCheck {
             if (alone) { // the library's entry point: identity checked, the carried assets read through ORT
                 TextModel carried = TextModel.open(runner, model);
                 System.out.println("assets: carried by " + model.getName() + " (identity checked)");
+                try {
+                    carried.fillMask("[MASK]", 1);
+                    failures++;
+                } catch (IllegalStateException e) {
+                    System.out.println("fill-mask refused: " + e.getMessage());
+                }
                 classify = carried::classify;
                 result = carried.selfTest();
             } else {

@@ -5,6 +5,7 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import java.io.File;
+import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
 import java.util.HashMap;
 import java.util.Map;
@@ -61,7 +62,11 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
                 feeds.put("token_type_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.tokenTypeIds), shape));
             }
             try (OrtSession.Result result = session.run(feeds)) {
-                return ((float[][]) result.get(0).getValue())[0];
+                // every element of the batch of one, whatever the rank: [1, classes], [1, tokens, vocabulary], ...
+                FloatBuffer values = ((OnnxTensor) result.get(0)).getFloatBuffer();
+                float[] out = new float[values.remaining()];
+                values.get(out);
+                return out;
             }
         } finally {
             for (OnnxTensor t : feeds.values()) {

@@ -22,6 +22,9 @@ public final class TextEncoder {
     private final long[] prefixIds;
     private final long[] suffixIds;
     private final String kind;
+    private final int maskId; // -1 when the tokenizer has no mask token
+    private final String maskToken;
+    private final String[] pieces; // by id, as transformers' decode([id]) writes the token alone
 
     private TextEncoder(JSONObject settings, JSONObject spec, JSONObject charTable) throws JSONException {
         kind = settings.getString("kind");
@@ -36,6 +39,11 @@ public final class TextEncoder {
         } else {
             throw new JSONException("tokenizer model " + type + " is not supported on device");
         }
+        pieces = pieces(spec, type.equals("Unigram"));
+        JSONObject mask = settings.optJSONObject("special_tokens") == null ? null
+                : settings.getJSONObject("special_tokens").optJSONObject("mask");
+        maskId = mask == null ? -1 : mask.getInt("id");
+        maskToken = mask == null ? null : mask.getString("token");
         // TemplateProcessing "single": special tokens around the sequence $A.
         JSONObject post = spec.getJSONObject("post_processor");
         JSONArray single = post.getJSONArray("single");
@@ -59,6 +67,48 @@ public final class TextEncoder {
         if (maxLength < prefixIds.length + suffixIds.length) {
             throw new JSONException("max_length " + maxLength + " leaves no room for the special tokens");
         }
+    }
+
+    /**
+     * Each id's token as transformers decodes it alone: WordPiece's token as it is (its decoder only joins "##"
+     * pieces to a previous one), SentencePiece's piece without its word-boundary marks (the Metaspace decoder drops
+     * them from a first token); added tokens by their content, through the same rule.
+     */
+    private static String[] pieces(JSONObject spec, boolean metaspace) throws JSONException {
+        JSONObject m = spec.getJSONObject("model");
+        List<String> byId = new ArrayList<>();
+        if (metaspace) {
+            JSONArray vocab = m.getJSONArray("vocab");
+            for (int i = 0; i < vocab.length(); i++) {
+                byId.add(vocab.getJSONArray(i).getString(0));
+            }
+        } else {
+            JSONObject vocab = m.getJSONObject("vocab");
+            for (java.util.Iterator<String> it = vocab.keys(); it.hasNext(); ) {
+                String token = it.next();
+                put(byId, vocab.getInt(token), token);
+            }
+        }
+        JSONArray added = spec.optJSONArray("added_tokens");
+        for (int i = 0; added != null && i < added.length(); i++) {
+            put(byId, added.getJSONObject(i).getInt("id"), added.getJSONObject(i).getString("content"));
+        }
+        String[] out = new String[byId.size()];
+        for (int i = 0; i < out.length; i++) {
+            String piece = byId.get(i);
+            out[i] = piece == null ? "" : metaspace ? piece.replace("\u2581", "") : piece;
+        }
+        return out;
+    }
+
+    private static void put(List<String> byId, int id, String token) throws JSONException {
+        if (id < 0 || id > 10_000_000) {
+            throw new JSONException("token id " + id + " out of range");
+        }
+        while (byId.size() <= id) {
+            byId.add(null);
+        }
+        byId.set(id, token);
     }
 
     private static long[] toArray(List<Long> list) {
@@ -89,6 +139,24 @@ public final class TextEncoder {
 
     public int maxLength() {
         return maxLength;
+    }
+
+    /** The mask token's id, or -1 when the tokenizer has none. */
+    public int maskId() {
+        return maskId;
+    }
+
+    /** The mask token as text contains it ("[MASK]"), or null when the tokenizer has none. */
+    public String maskToken() {
+        return maskToken;
+    }
+
+    /** Token {@code id} as transformers' {@code tokenizer.decode([id])} gives it. */
+    public String tokenOf(int id) {
+        if (id < 0 || id >= pieces.length) {
+            throw new IllegalArgumentException("token id " + id + " is outside the vocabulary (" + pieces.length + ")");
+        }
+        return pieces[id];
     }
 
     /** Token ids of {@code text} without special tokens and without truncation. */

@@ -18,6 +18,7 @@ import org.json.JSONObject;
  *     Classifier.Prediction p = model.classify("这个手机很好用");
  * }
  * }</pre>
+ * A fill-mask model's {@code model.fillMask("巴黎是法国的[MASK]都", 5)} gives each mask's five best tokens.
  */
 public final class TextModel implements AutoCloseable {
     private final ModelRunner runner;
@@ -104,6 +105,28 @@ public final class TextModel implements AutoCloseable {
                     + "; export it with --task feature-extraction --pooling mean");
         }
         return runner.run(encoder.encode(text));
+    }
+
+    /**
+     * The {@code k} best tokens at every mask token ({@link TextEncoder#maskToken()}) of {@code text} (a fill-mask
+     * model exported with the full head, the default).
+     */
+    public List<MaskFill> fillMask(String text, int k) throws Exception {
+        if (!task.equals("fill-mask") || outputs.size() != 1) {
+            throw new IllegalStateException(task.equals("fill-mask")
+                    ? "the model was exported with --head topk, whose slots this library does not read yet; export "
+                    + "it with --head full" : "a " + task + " model fills no masks");
+        }
+        if (k < 1) {
+            throw new IllegalArgumentException("k " + k + ": pass 1 or more");
+        }
+        String mask = encoder.maskToken();
+        if (mask == null || !text.contains(mask)) {
+            throw new IllegalArgumentException("fill-mask needs a " + (mask == null ? "[MASK]" : mask)
+                    + " in the text");
+        }
+        Encoding input = encoder.encode(text);
+        return MaskFill.decode(runner.run(input), input, encoder, k);
     }
 
     /** The file's own golden examples run through the runner: ids as Python gave them, outputs within tolerance. */
