@@ -173,3 +173,71 @@ def test_library_fill_mask_from_the_lone_file_matches_python(tmp_path, tiny_chec
     assert java["refused"] == [f"fill-mask needs a {tokenizer.mask_token} in the text", "k 0: pass 1 or more"]
     print(f"\n{kind} fill-mask: JVM TextModel (onnxruntime {version}) equals Python onnxruntime {version} (1e-6); "
           f"vs the pinned Python onnxruntime through mobile_export.load: max |score diff| {worst:.1e}")
+
+
+# question-answering pairs: English, Chinese, accents and emoji (two UTF-16 chars each) in the context, and a
+# context past the max length (cut, the question kept)
+_QA = [("who jumps over the dog?", "the quick brown fox jumps over the lazy dog."),
+       ("哪家餐厅好吃？", "这家餐厅的菜真好吃，服务也很周到。"),
+       ("where is the café?", "the café naïve 😀 sits by the résumé 👍🏽 shop, near Ångström street."),
+       ("what is at the end?", "word " * 80 + "and the answer at the end")]
+
+# Run with the Java library's ONNX Runtime first on sys.path: mobile_export.load(FILE).answer on each pair.
+_PYTHON_ANSWER = """
+import json, sys
+import onnxruntime
+from mobile_export import load
+model, pairs, out = sys.argv[1:4]
+predictor = load(model)
+rows = [predictor.answer(q, c).to_json() for q, c in json.load(open(pairs, encoding="utf-8"))]
+json.dump({"version": onnxruntime.__version__, "answers": rows}, open(out, "w"))
+"""
+
+
+def _utf16_to_code_points(text: str, index: int) -> int:
+    return len(text.encode("utf-16-le")[: 2 * index].decode("utf-16-le"))
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
+def test_library_answer_from_the_lone_file_matches_python(tmp_path, tiny_checkpoint, shared_export, kind):
+    """The library's TextModel.answer through the app's OrtRunner, from a lone int8 question-answering .onnx: the
+    same answer text, span and score as mobile_export.load(FILE).answer under Python's ONNX Runtime of the same
+    version, and the same refusals."""
+    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
+                                                               "ORT_JVM_VERSION"))
+    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
+    from mobile_export import Backend, ExportOptions, load
+
+    ckpt = tiny_checkpoint("question-answering", kind, max_position_embeddings=64)
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
+    lone = copy_alone(out / "model.onnx", tmp_path / "alone")
+    (tmp_path / "pairs.tsv").write_text("".join(f"{q}\t{c}\n" for q, c in _QA), encoding="utf-8")
+    (tmp_path / "pairs.json").write_text(json.dumps(_QA), encoding="utf-8")
+    long_question = "why " * 70 + "?"
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmAnswer", str(lone),
+                           str(tmp_path / "pairs.tsv"), long_question, str(tmp_path / "java.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    java = json.loads((tmp_path / "java.json").read_text(encoding="utf-8"))
+
+    env = dict(os.environ, PYTHONPATH=ort_py)
+    subprocess.run([sys.executable, "-c", _PYTHON_ANSWER, str(lone), str(tmp_path / "pairs.json"),
+                    str(tmp_path / "same.json")], check=True, env=env, timeout=1800)
+    same = json.loads((tmp_path / "same.json").read_text())
+    assert same["version"] == version
+    assert len(java["answers"]) == len(_QA)
+    for (_, context), got, want in zip(_QA, java["answers"], same["answers"]):
+        span = (_utf16_to_code_points(context, got["start"]), _utf16_to_code_points(context, got["end"]))
+        assert (got["text"], span) == (want["answer"], (want["start"], want["end"]))
+        assert got["text"] == context[span[0]:span[1]] != ""
+        assert abs(got["score"] - want["score"]) <= 1e-6
+    pinned = load(lone)
+    worst = max(abs(a["score"] - pinned.answer(q, c).score) for (q, c), a in zip(_QA, java["answers"]))
+    assert java["refused"] == [
+        "the question is empty: pass a non-empty question",
+        "the context is empty: pass a non-empty context",
+        "the question is longer than this export's max length (64 tokens with its context); shorten it or export "
+        "with a larger --max-seq-len",
+    ]
+    print(f"\n{kind} question answering: JVM TextModel (onnxruntime {version}) equals mobile_export.load under "
+          f"Python onnxruntime {version}; vs the pinned Python onnxruntime: max |score diff| {worst:.1e}")

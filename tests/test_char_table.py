@@ -36,3 +36,12 @@ def test_a_normalizer_that_keeps_hangul_lists_none():
     table = ondevice._probe(normalizers.Lowercase())
     assert table["hangul"] == []
     assert not {cp for cp, _ in table["map"]} & set(HANGUL)
+
+
+def test_grapheme_classes_are_the_rust_segmenters():
+    classes = {k: _members(v) for k, v in ondevice._probe_grapheme_classes().items()}
+    assert {0x0301, 0x093F, 0x200D, 0xFE0F, 0xE0041} <= classes["extend"]  # marks, spacing mark, ZWJ, VS16, tag
+    assert {0x0600, 0x0D4E} <= classes["prepend"]
+    assert {0x00, 0x0A, 0x0D, 0x200B, 0x2028} <= classes["control"]
+    for cp in (0x61, 0x20, 0x4E2D, 0xAC00):
+        assert all(cp not in members for members in classes.values()), hex(cp)

@@ -92,10 +92,10 @@ def tokenizers(tmp_path_factory):
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(text, min_size=100, max_size=200))
 def test_java_tokenizer_equals_python_on_random_text(tokenizers, kind, texts):
-    from test_android_tokenizer import java_ids, python_ids
+    from test_android_tokenizer import java_encodings, python_encodings
 
     tok, assets = tokenizers[kind]
     lines = [t.encode("utf-8") for t in texts]
-    got = java_ids(assets, lines)
-    assert got == python_ids(tok, lines, 64)
-    assert all(2 <= len(ids) <= 64 and ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id for ids in got)
+    got = java_encodings(assets, lines)
+    assert got == python_encodings(tok, lines, 64)
+    assert all(2 <= len(ids) <= 64 and ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id for ids, _ in got)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Usage: tokenize.sh ASSETS_DIR < lines.txt > ids.jsonl
+# Usage: tokenize.sh ASSETS_DIR [--offsets] < lines.txt > ids.jsonl
 # One JSON array of model input ids per UTF-8 input line, as transformers gives for
-# tokenizer(text, truncation=True, max_length=N) on the exported checkpoint.
+# tokenizer(text, truncation=True, max_length=N) on the exported checkpoint (--offsets: {"ids", "offsets"}).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 json_jar="${JSON_JAR:-/usr/share/java/com.android.json.jar}"

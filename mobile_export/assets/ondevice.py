@@ -58,16 +58,16 @@ def _ranges(cps: list[int]) -> list[list[int]]:
 
 
 def _library_versions() -> dict:
-    """What the probed tables depend on besides their spec: the Rust tokenizers' and regex's Unicode data."""
+    """What the probed tables depend on besides their spec: the Rust tokenizers' Unicode data."""
     import unicodedata
 
-    import regex
+    import sentencepiece
     import tokenizers
 
     return {
         "schema": TABLE_SCHEMA,
         "tokenizers": tokenizers.__version__,
-        "regex": regex.__version__,
+        "sentencepiece": sentencepiece.__version__,
         "unicode": unicodedata.unidata_version,
     }
 
@@ -153,22 +153,54 @@ def _probe_split_classes() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _grapheme_classes() -> dict:
-    """Extended grapheme cluster classes (via the ``regex`` module's \\X, Unicode's UAX #29; cached on disk)."""
+    """Grapheme cluster classes as the Rust tokenizers' Precompiled normaliser segments (cached on disk)."""
     return cached_json("graphemes", _library_versions(), _probe_grapheme_classes)
 
 
-def _probe_grapheme_classes() -> dict:
-    import regex
+def _segmentation_probe():
+    """A Precompiled normaliser mapping only "a" -> "b" and U+0301 -> "X".
 
-    cluster = regex.compile(r"\X")
+    Precompiled replaces a whole grapheme of under six UTF-8 bytes by the mapping of its first key, so
+    which characters vanish shows where the Rust library (not a Python regex engine with other Unicode
+    data) puts cluster boundaries.
+    """
+    import io
+    import tempfile
+    from pathlib import Path
+
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
+    from tokenizers import normalizers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rules = Path(tmp) / "rules.tsv"
+        rules.write_text("61\t62\n301\t58\n")
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(["abc def"] * 10),
+            model_writer=model,
+            vocab_size=12,
+            normalization_rule_tsv=str(rules),
+            add_dummy_prefix=False,
+            remove_extra_whitespaces=False,
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model.getvalue())
+    return normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap)
+
+
+def _probe_grapheme_classes() -> dict:
+    probe = _segmentation_probe()
     extend, prepend, control = [], [], []
     for cp in _code_points():
         ch = chr(cp)
-        if cluster.fullmatch("a" + ch):
+        if probe.normalize_str("a" + ch) == "b":  # one cluster: ch dropped with the rest of it
             extend.append(cp)
-        if cluster.fullmatch(ch + "a"):
+        if probe.normalize_str(ch + "a\u0301\u0301") == ch + "bXX":  # one cluster of >= 6 bytes: char by char
             prepend.append(cp)
-        if not cluster.fullmatch(ch + "\u0301"):
+        if probe.normalize_str(ch + "\u0301\u0301") == ch + "X":  # the marks cluster apart from ch
             control.append(cp)
     return {"extend": _ranges(extend), "prepend": _ranges(prepend), "control": _ranges(control)}
 

@@ -69,13 +69,27 @@ final class ExecuTorchRunner implements ModelRunner, CarriedAssets, AutoCloseabl
 
     @Override
     public float[] run(Encoding in) throws Exception {
+        return calls.run(feeds(in)).toTensor().getDataAsFloatArray();
+    }
+
+    @Override
+    public float[][] runAll(Encoding in) throws Exception {
+        List<EValue> values = calls.runAll(feeds(in));
+        float[][] outputs = new float[values.size()][];
+        for (int k = 0; k < outputs.length; k++) {
+            outputs[k] = values.get(k).toTensor().getDataAsFloatArray();
+        }
+        return outputs;
+    }
+
+    /** The model's inputs for {@code in} (input_ids, attention_mask and, but for DistilBERT, token_type_ids). */
+    private List<EValue> feeds(Encoding in) {
         long[] shape = {1, in.length()};
         List<EValue> all = Arrays.asList(
                 EValue.from(Tensor.fromBlob(in.inputIds, shape)),
                 EValue.from(Tensor.fromBlob(in.attentionMask, shape)),
                 EValue.from(Tensor.fromBlob(in.tokenTypeIds, shape)));
-        EValue out = calls.run(all.subList(0, inputs));
-        return out.toTensor().getDataAsFloatArray();
+        return all.subList(0, inputs);
     }
 
     @Override

@@ -53,6 +53,11 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
 
     @Override
     public float[] run(Encoding in) throws OrtException {
+        return runAll(in)[0];
+    }
+
+    @Override
+    public float[][] runAll(Encoding in) throws OrtException {
         long[] shape = {1, in.length()};
         Map<String, OnnxTensor> feeds = new HashMap<>();
         try {
@@ -63,10 +68,16 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
             }
             try (OrtSession.Result result = session.run(feeds)) {
                 // every element of the batch of one, whatever the rank: [1, classes], [1, tokens, vocabulary], ...
-                FloatBuffer values = ((OnnxTensor) result.get(0)).getFloatBuffer();
-                float[] out = new float[values.remaining()];
-                values.get(out);
-                return out;
+                float[][] outputs = new float[result.size()][];
+                for (int k = 0; k < outputs.length; k++) {
+                    FloatBuffer values = ((OnnxTensor) result.get(k)).getFloatBuffer();
+                    if (values == null) { // a top-k head's positions and ids are int64
+                        throw new IllegalStateException("output " + k + " of the model is not a float tensor");
+                    }
+                    outputs[k] = new float[values.remaining()];
+                    values.get(outputs[k]);
+                }
+                return outputs;
             }
         } finally {
             for (OnnxTensor t : feeds.values()) {

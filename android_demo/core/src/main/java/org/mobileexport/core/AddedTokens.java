@@ -32,11 +32,13 @@ final class AddedTokens {
         final String text;
         final int id;
         final int start;
+        final int end; // UTF-16 indices of the input: an added token's span takes the white space it strips
 
-        Segment(String text, int id, int start) {
+        Segment(String text, int id, int start, int end) {
             this.text = text;
             this.id = id;
             this.start = start;
+            this.end = end;
         }
 
         boolean isToken() {
@@ -102,14 +104,14 @@ final class AddedTokens {
                 }
             }
             if (startOffset < start) {
-                out.add(new Segment(text.substring(startOffset, start), -1, startOffset));
+                out.add(new Segment(text.substring(startOffset, start), -1, startOffset, start));
             }
-            out.add(new Segment(null, found.id, start));
+            out.add(new Segment(null, found.id, start, stop));
             startOffset = stop;
             pos = stop;
         }
         if (startOffset < n) {
-            out.add(new Segment(text.substring(startOffset), -1, startOffset));
+            out.add(new Segment(text.substring(startOffset), -1, startOffset, n));
         }
         return out;
     }

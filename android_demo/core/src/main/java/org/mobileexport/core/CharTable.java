@@ -55,26 +55,35 @@ public final class CharTable {
 
     /** Applies the character-wise normalisation to every code point of {@code text}. */
     public String normalize(String text) {
-        StringBuilder out = new StringBuilder(text.length() + 8);
-        for (int i = 0; i < text.length(); ) {
-            int cp = text.codePointAt(i);
-            i += Character.charCount(cp);
+        return normalize(AlignedText.of(text, 0)).toString();
+    }
+
+    /** The character-wise normalisation, each output code point keeping the span of the one it came from. */
+    AlignedText normalize(AlignedText text) {
+        AlignedText out = new AlignedText(text.size() + 8);
+        StringBuilder one = new StringBuilder(4);
+        for (int i = 0; i < text.size(); i++) {
+            int cp = text.cp(i);
             String m = mapped.get(cp);
             if (m != null) {
-                out.append(m);
+                out.addAll(m, text, i);
             } else if (delete.contains(cp)) {
-                // dropped
+                continue;
             } else if (space.contains(cp)) {
-                out.append(' ');
+                out.add(' ', text.start(i), text.end(i));
             } else if (isolate.contains(cp)) {
-                out.append(' ').appendCodePoint(cp).append(' ');
+                out.add(' ', text.start(i), text.end(i));
+                out.add(cp, text.start(i), text.end(i));
+                out.add(' ', text.start(i), text.end(i));
             } else if (hangul.contains(cp)) {
-                appendHangul(out, cp);
+                one.setLength(0);
+                appendHangul(one, cp);
+                out.addAll(one.toString(), text, i);
             } else {
-                out.appendCodePoint(cp);
+                out.add(cp, text.start(i), text.end(i));
             }
         }
-        return out.toString();
+        return out;
     }
 
     /** Unicode's canonical decomposition of Hangul syllable {@code cp} (U+AC00..U+D7A3) into conjoining jamo. */

@@ -1,6 +1,7 @@
 package org.mobileexport.core;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Base64;
 
 /**
@@ -77,26 +78,68 @@ public final class Precompiled {
         return new String(normalized, index, end - index, StandardCharsets.UTF_8);
     }
 
-    public String normalize(String text) {
-        StringBuilder out = new StringBuilder(text.length());
+    /**
+     * The charsmap applied per grapheme (a whole grapheme of under six UTF-8 bytes first, else each code point),
+     * aligned as tokenizers aligns it: each replacement's outputs take the replaced code points in order, extra
+     * outputs are inserted after them, and a shorter replacement's missing code points are removed by the last
+     * output so far, so that a removal before any output is lost and shifts every later span by one, as it does
+     * in tokenizers.
+     */
+    AlignedText normalize(AlignedText in) {
+        String text = in.toString();
+        Changes changes = new Changes(in.size() + 8);
         int i = 0;
         while (i < text.length()) {
             int end = table.graphemeEnd(text, i);
             String grapheme = text.substring(i, end);
             String whole = grapheme.getBytes(StandardCharsets.UTF_8).length < 6 ? transform(grapheme) : null;
             if (whole != null) {
-                out.append(whole);
+                changes.replace(Text.codePoints(grapheme), whole);
             } else {
                 for (int k = 0; k < grapheme.length(); ) {
                     int cp = grapheme.codePointAt(k);
                     String part = grapheme.substring(k, k + Character.charCount(cp));
                     String norm = transform(part);
-                    out.append(norm != null ? norm : part);
+                    changes.replace(1, norm != null ? norm : part);
                     k += part.length();
                 }
             }
             i = end;
         }
-        return out.toString();
+        return AlignedText.transformed(in, changes.cps, changes.changes, changes.size);
+    }
+
+    /** The (code point, change) list tokenizers' Precompiled builds before it transforms the text. */
+    private static final class Changes {
+        int[] cps;
+        int[] changes;
+        int size;
+
+        Changes(int capacity) {
+            cps = new int[capacity];
+            changes = new int[capacity];
+        }
+
+        void replace(int oldCount, String replacement) {
+            int newCount = 0;
+            for (int k = 0; k < replacement.length(); newCount++) {
+                int cp = replacement.codePointAt(k);
+                if (size == cps.length) {
+                    cps = Arrays.copyOf(cps, size * 2);
+                    changes = Arrays.copyOf(changes, size * 2);
+                }
+                cps[size] = cp;
+                changes[size++] = 0;
+                k += Character.charCount(cp);
+            }
+            int diff = newCount - oldCount;
+            if (diff > 0) {
+                for (int k = size - diff; k < size; k++) {
+                    changes[k] = 1;
+                }
+            } else if (diff < 0 && size > 0) {
+                changes[size - 1] += diff;
+            }
+        }
     }
 }

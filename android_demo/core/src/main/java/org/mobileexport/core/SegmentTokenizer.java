@@ -1,13 +1,11 @@
 package org.mobileexport.core;
 
-import java.util.List;
-
 /** Turns a stretch of text without added tokens into ids (normalise, pre-tokenize, model). */
 interface SegmentTokenizer {
     /**
-     * @param text a stretch of the input between added tokens
+     * @param text a stretch of the input between added tokens, its spans in the whole input
      * @param atStart whether it starts at the beginning of the input
-     * @param ids where to append the ids
+     * @param out where to append the tokens, with the spans of the input they came from
      */
-    void tokenize(String text, boolean atStart, List<Integer> ids);
+    void tokenize(AlignedText text, boolean atStart, Tokens out);
 }

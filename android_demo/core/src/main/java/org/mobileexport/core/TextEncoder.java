@@ -19,8 +19,8 @@ public final class TextEncoder {
     private final AddedTokens added;
     private final SegmentTokenizer model;
     private final int maxLength;
-    private final long[] prefixIds;
-    private final long[] suffixIds;
+    private final List<Part> single; // the post-processor's templates: special tokens around $A (and $B)
+    private final List<Part> pair; // null when the tokenizer has no pair template
     private final String kind;
     private final int maskId; // -1 when the tokenizer has no mask token
     private final String maskToken;
@@ -44,29 +44,54 @@ public final class TextEncoder {
                 : settings.getJSONObject("special_tokens").optJSONObject("mask");
         maskId = mask == null ? -1 : mask.getInt("id");
         maskToken = mask == null ? null : mask.getString("token");
-        // TemplateProcessing "single": special tokens around the sequence $A.
         JSONObject post = spec.getJSONObject("post_processor");
-        JSONArray single = post.getJSONArray("single");
         JSONObject specials = post.getJSONObject("special_tokens");
-        List<Long> before = new ArrayList<>();
-        List<Long> after = new ArrayList<>();
-        boolean seenSequence = false;
-        for (int i = 0; i < single.length(); i++) {
-            JSONObject piece = single.getJSONObject(i);
-            if (piece.has("Sequence")) {
-                seenSequence = true;
-                continue;
-            }
-            JSONArray ids = specials.getJSONObject(piece.getJSONObject("SpecialToken").getString("id")).getJSONArray("ids");
-            for (int k = 0; k < ids.length(); k++) {
-                (seenSequence ? after : before).add(ids.getLong(k));
-            }
-        }
-        prefixIds = toArray(before);
-        suffixIds = toArray(after);
-        if (maxLength < prefixIds.length + suffixIds.length) {
+        single = template(post.getJSONArray("single"), specials);
+        pair = post.has("pair") ? template(post.getJSONArray("pair"), specials) : null;
+        if (maxLength < specialCount(single)) {
             throw new JSONException("max_length " + maxLength + " leaves no room for the special tokens");
         }
+    }
+
+    /** One element of a TemplateProcessing template: special token ids, or sequence A / B, with its type id. */
+    private static final class Part {
+        final long[] ids; // null for a sequence
+        final boolean second; // sequence B
+        final long type;
+
+        Part(long[] ids, boolean second, long type) {
+            this.ids = ids;
+            this.second = second;
+            this.type = type;
+        }
+    }
+
+    private static List<Part> template(JSONArray parts, JSONObject specials) throws JSONException {
+        List<Part> out = new ArrayList<>();
+        for (int i = 0; i < parts.length(); i++) {
+            JSONObject piece = parts.getJSONObject(i);
+            if (piece.has("Sequence")) {
+                JSONObject seq = piece.getJSONObject("Sequence");
+                out.add(new Part(null, seq.getString("id").equals("B"), seq.optLong("type_id", 0)));
+            } else {
+                JSONObject special = piece.getJSONObject("SpecialToken");
+                JSONArray ids = specials.getJSONObject(special.getString("id")).getJSONArray("ids");
+                long[] values = new long[ids.length()];
+                for (int k = 0; k < values.length; k++) {
+                    values[k] = ids.getLong(k);
+                }
+                out.add(new Part(values, false, special.optLong("type_id", 0)));
+            }
+        }
+        return out;
+    }
+
+    private static int specialCount(List<Part> template) {
+        int n = 0;
+        for (Part p : template) {
+            n += p.ids == null ? 0 : p.ids.length;
+        }
+        return n;
     }
 
     /**
@@ -111,14 +136,6 @@ public final class TextEncoder {
         byId.set(id, token);
     }
 
-    private static long[] toArray(List<Long> list) {
-        long[] a = new long[list.size()];
-        for (int i = 0; i < a.length; i++) {
-            a[i] = list.get(i);
-        }
-        return a;
-    }
-
     /** Loads the tokenizer assets from {@code source} ({@code dir} is their folder inside it, "" for the top). */
     public static TextEncoder load(AssetSource source, String dir) throws IOException {
         String base = dir.isEmpty() || dir.endsWith("/") ? dir : dir + "/";
@@ -161,28 +178,98 @@ public final class TextEncoder {
 
     /** Token ids of {@code text} without special tokens and without truncation. */
     public List<Integer> tokenize(String text) {
-        List<Integer> ids = new ArrayList<>();
-        for (AddedTokens.Segment seg : added.split(Text.sanitize(text))) {
-            if (seg.isToken()) {
-                ids.add(seg.id);
-            } else {
-                model.tokenize(seg.text, seg.start == 0, ids);
-            }
+        Tokens tokens = tokens(text);
+        List<Integer> ids = new ArrayList<>(tokens.size());
+        for (int i = 0; i < tokens.size(); i++) {
+            ids.add(tokens.id(i));
         }
         return ids;
     }
 
+    /** The tokens of {@code text} (made valid Unicode first) with their spans in it, no special tokens. */
+    Tokens tokens(String text) {
+        Tokens out = new Tokens();
+        for (AddedTokens.Segment seg : added.split(Text.sanitize(text))) {
+            if (seg.isToken()) {
+                out.add(seg.id, seg.start, seg.end);
+            } else {
+                model.tokenize(AlignedText.of(seg.text, seg.start), seg.start == 0, out);
+            }
+        }
+        return out;
+    }
+
     /** Model inputs for {@code text}: special tokens added, truncated to the exported max length. */
     public Encoding encode(String text) {
-        List<Integer> ids = tokenize(text);
-        int room = maxLength - prefixIds.length - suffixIds.length;
-        int keep = Math.min(room, ids.size());
-        long[] out = new long[prefixIds.length + keep + suffixIds.length];
-        System.arraycopy(prefixIds, 0, out, 0, prefixIds.length);
-        for (int i = 0; i < keep; i++) {
-            out[prefixIds.length + i] = ids.get(i);
+        return encodeSpans(text).input;
+    }
+
+    /** {@link #encode} with each token's span in {@code text} (made valid Unicode). */
+    Spans encodeSpans(String text) {
+        Tokens tokens = tokens(text);
+        return assemble(single, tokens, Math.min(maxLength - specialCount(single), tokens.size()), null, 0);
+    }
+
+    /**
+     * Model inputs for a question and its context ({@code tokenizer(question, context, truncation="only_second")}):
+     * the context cut to the max length, the question never.
+     */
+    Spans encodePair(String question, String context) {
+        if (pair == null) {
+            throw new IllegalStateException("this tokenizer has no template for a pair of texts");
         }
-        System.arraycopy(suffixIds, 0, out, prefixIds.length + keep, suffixIds.length);
-        return new Encoding(out, new long[out.length]);
+        Tokens q = tokens(question);
+        Tokens c = tokens(context);
+        int room = maxLength - specialCount(pair) - Math.min(1, c.size());
+        if (q.size() > room) {
+            throw new IllegalArgumentException("the question is longer than this export's max length (" + maxLength
+                    + " tokens with its context); shorten it or export with a larger --max-seq-len");
+        }
+        return assemble(pair, q, q.size(), c, Math.min(c.size(), maxLength - specialCount(pair) - q.size()));
+    }
+
+    /** Model inputs with, per token, the text it came from (0 first, 1 second, -1 special) and its span there. */
+    static final class Spans {
+        final Encoding input;
+        final int[] sequence;
+        final int[] starts;
+        final int[] ends;
+
+        Spans(Encoding input, int[] sequence, int[] starts, int[] ends) {
+            this.input = input;
+            this.sequence = sequence;
+            this.starts = starts;
+            this.ends = ends;
+        }
+    }
+
+    private static Spans assemble(List<Part> template, Tokens first, int keepFirst, Tokens second, int keepSecond) {
+        int n = specialCount(template) + keepFirst + (second == null ? 0 : keepSecond);
+        long[] ids = new long[n];
+        long[] types = new long[n];
+        int[] sequence = new int[n];
+        int[] starts = new int[n];
+        int[] ends = new int[n];
+        int at = 0;
+        for (Part p : template) {
+            if (p.ids != null) {
+                for (long id : p.ids) {
+                    ids[at] = id;
+                    types[at] = p.type;
+                    sequence[at++] = -1;
+                }
+                continue;
+            }
+            Tokens t = p.second ? second : first;
+            int keep = p.second ? keepSecond : keepFirst;
+            for (int i = 0; t != null && i < keep; i++) {
+                ids[at] = t.id(i);
+                types[at] = p.type;
+                sequence[at] = p.second ? 1 : 0;
+                starts[at] = t.start(i);
+                ends[at++] = t.end(i);
+            }
+        }
+        return new Spans(new Encoding(ids, types), sequence, starts, ends);
     }
 }

@@ -18,7 +18,8 @@ import org.json.JSONObject;
  *     Classifier.Prediction p = model.classify("这个手机很好用");
  * }
  * }</pre>
- * A fill-mask model's {@code model.fillMask("巴黎是法国的[MASK]都", 5)} gives each mask's five best tokens.
+ * A fill-mask model's {@code model.fillMask("巴黎是法国的[MASK]都", 5)} gives each mask's five best tokens, a
+ * question-answering model's {@code model.answer(question, context)} the answer's text and span in the context.
  */
 public final class TextModel implements AutoCloseable {
     private final ModelRunner runner;
@@ -127,6 +128,24 @@ public final class TextModel implements AutoCloseable {
         }
         Encoding input = encoder.encode(text);
         return MaskFill.decode(runner.run(input), input, encoder, k);
+    }
+
+    /** The answer to {@code question} in {@code context} (a question-answering model; the context cut to fit). */
+    public Answer answer(String question, String context) throws Exception {
+        if (!task.equals("question-answering")) {
+            throw new IllegalStateException("a " + task + " model answers no questions");
+        }
+        if (question.trim().isEmpty() || context.trim().isEmpty()) {
+            String what = question.trim().isEmpty() ? "question" : "context";
+            throw new IllegalArgumentException("the " + what + " is empty: pass a non-empty " + what);
+        }
+        TextEncoder.Spans input = encoder.encodePair(question, context);
+        float[][] out = runner.runAll(input.input);
+        if (out.length < 2) {
+            throw new IllegalStateException(runner.name() + " gave " + out.length + " output; question answering "
+                    + "needs the start and end logits (ModelRunner.runAll)");
+        }
+        return Answer.decode(out[0], out[1], input, Text.sanitize(context));
     }
 
     /** The file's own golden examples run through the runner: ids as Python gave them, outputs within tolerance. */

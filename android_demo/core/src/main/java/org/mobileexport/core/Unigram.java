@@ -27,7 +27,7 @@ final class Unigram implements SegmentTokenizer {
     private final List<String[]> replacements = new ArrayList<>();
     private final CharTable table;
     private final Precompiled precompiled;
-    private final String replacement;
+    private final int replacement;
     private final String prependScheme;
     private final boolean splitOnReplacement;
 
@@ -64,6 +64,10 @@ final class Unigram implements SegmentTokenizer {
             JSONObject step = steps.getJSONObject(i);
             String type = step.getString("type");
             if (type.equals("Replace")) {
+                if (step.getJSONObject("pattern").optString("String", "").isEmpty()) {
+                    throw new JSONException("a Replace normalizer without a plain-string pattern is not supported on "
+                            + "device");
+                }
                 replacements.add(new String[] {step.getJSONObject("pattern").getString("String"),
                         step.getString("content")});
             } else if (type.equals("Precompiled")) {
@@ -76,61 +80,92 @@ final class Unigram implements SegmentTokenizer {
         JSONObject pt = spec.getJSONObject("pre_tokenizer");
         JSONArray pts = pt.has("pretokenizers") ? pt.getJSONArray("pretokenizers") : new JSONArray().put(pt);
         JSONObject meta = pts.getJSONObject(pts.length() - 1);
-        replacement = meta.optString("replacement", "\u2581");
+        String rep = meta.optString("replacement", "\u2581");
+        if (Text.codePoints(rep) != 1) {
+            throw new JSONException("Metaspace replacement '" + rep + "' is not one character");
+        }
+        replacement = rep.codePointAt(0);
         prependScheme = meta.optString("prepend_scheme", "always");
         splitOnReplacement = meta.optBoolean("split", true);
     }
 
-    String normalize(String text) {
+    /** The normaliser's steps in tokenizers' order: replacements, the char table, the precompiled charsmap. */
+    AlignedText normalize(AlignedText text) {
         for (String[] r : replacements) {
-            text = text.replace(r[0], r[1]);
+            text = replace(text, r[0], r[1]);
         }
         text = table.normalize(text);
         return precompiled == null ? text : precompiled.normalize(text);
     }
 
+    /** Every leftmost non-overlapping {@code pattern} in {@code in} replaced by {@code content}. */
+    private static AlignedText replace(AlignedText in, String pattern, String content) {
+        String text = in.toString();
+        if (!text.contains(pattern)) {
+            return in;
+        }
+        int patternCps = Text.codePoints(pattern);
+        AlignedText out = new AlignedText(in.size());
+        for (int pos = 0, c = 0; pos < text.length(); ) {
+            if (text.startsWith(pattern, pos)) {
+                out.addAll(content, in, c + patternCps - 1); // tokenizers inserts it after the match's last
+                pos += pattern.length();
+                c += patternCps;
+            } else {
+                out.add(in.cp(c), in.start(c), in.end(c));
+                pos += Character.charCount(in.cp(c));
+                c++;
+            }
+        }
+        return out;
+    }
+
     @Override
-    public void tokenize(String text, boolean atStart, List<Integer> out) {
-        String norm = normalize(text);
+    public void tokenize(AlignedText text, boolean atStart, Tokens out) {
+        AlignedText norm = normalize(text);
         // WhitespaceSplit, then Metaspace on each word.
         boolean first = true;
-        StringBuilder word = new StringBuilder();
-        for (int i = 0; i <= norm.length(); ) {
-            int cp = i < norm.length() ? norm.codePointAt(i) : ' ';
-            i += i < norm.length() ? Character.charCount(cp) : 1;
-            if (Text.isWhiteSpace(cp)) {
-                if (word.length() > 0) {
-                    metaspace(word.toString(), atStart && first, out);
+        int wordStart = -1;
+        for (int i = 0; i <= norm.size(); i++) {
+            if (i == norm.size() || Text.isWhiteSpace(norm.cp(i))) {
+                if (wordStart >= 0) {
+                    metaspace(norm.slice(wordStart, i), atStart && first, out);
                     first = false;
-                    word.setLength(0);
+                    wordStart = -1;
                 }
-            } else {
-                word.appendCodePoint(cp);
+            } else if (wordStart < 0) {
+                wordStart = i;
             }
         }
     }
 
-    private void metaspace(String word, boolean atInputStart, List<Integer> out) {
+    private void metaspace(AlignedText word, boolean atInputStart, Tokens out) {
         boolean prepend = prependScheme.equals("always") || (prependScheme.equals("first") && atInputStart);
-        if (prepend && !word.startsWith(replacement)) {
-            word = replacement + word;
+        if (prepend && word.cp(0) != replacement) { // the mark takes the span of the character it precedes
+            AlignedText marked = new AlignedText(word.size() + 1);
+            marked.add(replacement, word.start(0), word.end(0));
+            for (int i = 0; i < word.size(); i++) {
+                marked.add(word.cp(i), word.start(i), word.end(i));
+            }
+            word = marked;
         }
         if (!splitOnReplacement) {
-            encode(word, out);
+            encode(word, 0, word.size(), out);
             return;
         }
         int start = 0;
-        int at = word.indexOf(replacement, 1);
-        while (at >= 0) {
-            encode(word.substring(start, at), out);
-            start = at;
-            at = word.indexOf(replacement, at + replacement.length());
+        for (int at = 1; at < word.size(); at++) {
+            if (word.cp(at) == replacement) {
+                encode(word, start, at, out);
+                start = at;
+            }
         }
-        encode(word.substring(start), out);
+        encode(word, start, word.size(), out);
     }
 
     /** Best segmentation of one pre-token, as tokenizers' optimized Viterbi (ties: earliest start). */
-    private void encode(String s, List<Integer> out) {
+    private void encode(AlignedText word, int first, int last, Tokens out) {
+        String s = word.text(first, last);
         int n = s.length();
         if (n == 0) {
             return;
@@ -173,30 +208,38 @@ final class Unigram implements SegmentTokenizer {
             }
             start += charLen;
         }
-        List<String> pieces = new ArrayList<>();
-        StringBuilder unk = null;
+        int[] cpOf = new int[n + 1]; // UTF-16 index -> code point index in s
+        for (int u = 0, c = 0; u < n; c++) {
+            int len = Character.charCount(s.codePointAt(u));
+            for (int q = 1; q <= len; q++) {
+                cpOf[u + q] = c + 1;
+            }
+            u += len;
+        }
+        List<int[]> pieces = new ArrayList<>(); // [start, end) in s, last first
+        int unkEnd = -1; // end of the run of unknowns being fused, or -1
         for (int end = n; end > 0; ) {
             int start = from[end];
             if (fuseUnk && tokenId[end] == unkId) {
-                if (unk == null) {
-                    unk = new StringBuilder();
+                if (unkEnd < 0) {
+                    unkEnd = end;
                 }
-                unk.insert(0, s, start, end);
             } else {
-                if (unk != null) {
-                    pieces.add(unk.toString());
-                    unk = null;
+                if (unkEnd >= 0) {
+                    pieces.add(new int[] {end, unkEnd});
+                    unkEnd = -1;
                 }
-                pieces.add(s.substring(start, end));
+                pieces.add(new int[] {start, end});
             }
             end = start;
         }
-        if (unk != null) {
-            pieces.add(unk.toString());
+        if (unkEnd >= 0) {
+            pieces.add(new int[] {0, unkEnd});
         }
         for (int k = pieces.size() - 1; k >= 0; k--) {
-            Integer id = ids.get(pieces.get(k));
-            out.add(id != null ? id : unkId);
+            int[] p = pieces.get(k);
+            Integer id = ids.get(s.substring(p[0], p[1]));
+            out.add(id != null ? id : unkId, word, first + cpOf[p[0]], first + cpOf[p[1]]);
         }
     }
 }

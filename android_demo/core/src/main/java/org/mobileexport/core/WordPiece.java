@@ -37,41 +37,42 @@ final class WordPiece implements SegmentTokenizer {
     }
 
     @Override
-    public void tokenize(String text, boolean atStart, List<Integer> ids) {
-        String norm = table.normalize(text);
-        StringBuilder word = new StringBuilder();
-        for (int i = 0; i < norm.length(); ) {
-            int cp = norm.codePointAt(i);
-            i += Character.charCount(cp);
-            if (table.whitespace.contains(cp)) {
-                flush(word, ids);
-            } else if (table.punctuation.contains(cp)) {
-                flush(word, ids);
-                word.appendCodePoint(cp);
-                flush(word, ids);
-            } else {
-                word.appendCodePoint(cp);
+    public void tokenize(AlignedText text, boolean atStart, Tokens out) {
+        AlignedText norm = table.normalize(text);
+        int wordStart = -1;
+        for (int i = 0; i < norm.size(); i++) {
+            int cp = norm.cp(i);
+            boolean space = table.whitespace.contains(cp);
+            if (space || table.punctuation.contains(cp)) {
+                if (wordStart >= 0) {
+                    wordPiece(norm, wordStart, i, out);
+                    wordStart = -1;
+                }
+                if (!space) {
+                    wordPiece(norm, i, i + 1, out);
+                }
+            } else if (wordStart < 0) {
+                wordStart = i;
             }
         }
-        flush(word, ids);
-    }
-
-    private void flush(StringBuilder word, List<Integer> ids) {
-        if (word.length() > 0) {
-            wordPiece(word.toString(), ids);
-            word.setLength(0);
+        if (wordStart >= 0) {
+            wordPiece(norm, wordStart, norm.size(), out);
         }
     }
 
-    private void wordPiece(String word, List<Integer> ids) {
-        if (Text.codePoints(word) > maxChars) {
-            ids.add(unkId);
+    /** Greedy longest-match-first pieces of the word {@code text[first, last)}; the whole word unknown if one is. */
+    private void wordPiece(AlignedText text, int first, int last, Tokens out) {
+        if (last - first > maxChars) {
+            out.add(unkId, text, first, last);
             return;
         }
-        List<Integer> pieces = new ArrayList<>();
+        String word = text.text(first, last);
+        List<int[]> pieces = new ArrayList<>(); // id, first code point, end code point
         int start = 0;
+        int startCp = first;
         while (start < word.length()) {
             int end = word.length();
+            int endCp = last;
             Integer found = null;
             while (start < end) {
                 String sub = word.substring(start, end);
@@ -80,14 +81,18 @@ final class WordPiece implements SegmentTokenizer {
                     break;
                 }
                 end -= Character.charCount(word.codePointBefore(end));
+                endCp--;
             }
             if (found == null) {
-                ids.add(unkId);
+                out.add(unkId, text, first, last);
                 return;
             }
-            pieces.add(found);
+            pieces.add(new int[] {found, startCp, endCp});
             start = end;
+            startCp = endCp;
         }
-        ids.addAll(pieces);
+        for (int[] p : pieces) {
+            out.add(p[0], text, p[1], p[2]);
+        }
     }
 }

@@ -145,7 +145,12 @@ public class CoreTest {
     public void decodeReplacesMalformedUtf8() {
         assertEquals("a\uFFFDb", TokenizeMain.decode(new byte[] {'a', (byte) 0xFF, 'b'}));
         assertEquals("\u4E2D", TokenizeMain.decode("\u4E2D".getBytes(StandardCharsets.UTF_8)));
-        assertTrue(TokenizeMain.decode(new byte[] {(byte) 0xE4, (byte) 0xB8}).startsWith("\uFFFD"));
+        assertEquals("\uFFFD", TokenizeMain.decode(new byte[] {(byte) 0xE4, (byte) 0xB8}));
+        // as Python's errors="replace": one U+FFFD per maximal ill-formed subpart (an encoded surrogate is three)
+        assertEquals("\uFFFD\uFFFD\uFFFD x", TokenizeMain.decode(new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80,
+            ' ', 'x'}));
+        assertEquals("\uD83D\uDE00\uFFFD", TokenizeMain.decode(new byte[] {(byte) 0xF0, (byte) 0x9F, (byte) 0x98,
+            (byte) 0x80, (byte) 0xF0, (byte) 0x9F}));
     }
 
     @Test
