@@ -68,11 +68,17 @@ def _refused_on_the_jvm(classpath: str, good, data, tmp_path) -> None:
         assert "classified" not in proc.stdout, proc.stdout
 
 
+def _jvm_env() -> tuple[str, str, str]:
+    """(classpath, the Java library's Python onnxruntime on a path of its own, its version), from make."""
+    classpath, ort_py, version = (os.environ.get(k, "") for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
+                                                                   "ORT_JVM_VERSION"))
+    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
+    return classpath, ort_py, version
+
+
 @pytest.mark.parametrize("quant", ["int8", "int4"])
 def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
-    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
-                                                               "ORT_JVM_VERSION"))
-    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
+    classpath, ort_py, version = _jvm_env()
     from mobile_export import Backend, ExportOptions, Quant, export
     from mobile_export.demo import MODEL_DIR
     from mobile_export.demo.data import write_split
@@ -121,6 +127,15 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
           f"{int(np.sum(java_labels != q.argmax(-1)))} labels differ, max |p diff| {float(np.max(np.abs(q - java_p))):.1e}")
 
 
+def _lone_onnx(tmp_path, tiny_checkpoint, shared_export, task: str, kind: str):
+    """(checkpoint, its int8 .onnx copied alone with its data file) for a tiny ``task`` model of tokenizer ``kind``."""
+    from mobile_export import Backend, ExportOptions
+
+    ckpt = tiny_checkpoint(task, kind, max_position_embeddings=64)
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
+    return ckpt, copy_alone(out / "model.onnx", tmp_path / "alone")
+
+
 # fill-mask texts: one mask, two masks, a mask at the start, and one past the max length (truncated away)
 _MASKED = ["the quick brown {m} jumps over the lazy dog.", "这家餐厅的{m}真好吃，服务也很{m}到。", "{m} me Ishmael.",
            "word " * 80 + "{m} at the end"]
@@ -131,15 +146,11 @@ def test_library_fill_mask_from_the_lone_file_matches_python(tmp_path, tiny_chec
     """The library's TextModel.fillMask through the app's OrtRunner, from a lone int8 fill-mask .onnx: the same mask
     positions, top-5 ids and probabilities as Python's ONNX Runtime of the same version on transformers' ids, and
     every id's token text as transformers' decode([id])."""
-    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
-                                                               "ORT_JVM_VERSION"))
-    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
-    from mobile_export import Backend, ExportOptions, load
+    from mobile_export import load
     from mobile_export.model.loading import load_checkpoint
 
-    ckpt = tiny_checkpoint("fill-mask", kind, max_position_embeddings=64)
-    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
-    lone = copy_alone(out / "model.onnx", tmp_path / "alone")
+    (classpath, ort_py, version), (ckpt, lone) = _jvm_env(), _lone_onnx(tmp_path, tiny_checkpoint, shared_export,
+                                                                         "fill-mask", kind)
     tokenizer = load_checkpoint(ckpt).tokenizer
     texts = [t.format(m=tokenizer.mask_token) for t in _MASKED]
     (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
@@ -203,14 +214,10 @@ def test_library_answer_from_the_lone_file_matches_python(tmp_path, tiny_checkpo
     """The library's TextModel.answer through the app's OrtRunner, from a lone int8 question-answering .onnx: the
     same answer text, span and score as mobile_export.load(FILE).answer under Python's ONNX Runtime of the same
     version, and the same refusals."""
-    classpath, ort_py, version = (os.environ.get(k) for k in ("ORT_JVM_CLASSPATH", "ORT_JVM_PYTHONPATH",
-                                                               "ORT_JVM_VERSION"))
-    assert classpath and ort_py and version, "run through `make android-jvm`, which builds and sets these"
-    from mobile_export import Backend, ExportOptions, load
+    from mobile_export import load
 
-    ckpt = tiny_checkpoint("question-answering", kind, max_position_embeddings=64)
-    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
-    lone = copy_alone(out / "model.onnx", tmp_path / "alone")
+    (classpath, ort_py, version), (_, lone) = _jvm_env(), _lone_onnx(tmp_path, tiny_checkpoint, shared_export,
+                                                                      "question-answering", kind)
     (tmp_path / "pairs.tsv").write_text("".join(f"{q}\t{c}\n" for q, c in _QA), encoding="utf-8")
     (tmp_path / "pairs.json").write_text(json.dumps(_QA), encoding="utf-8")
     long_question = "why " * 70 + "?"

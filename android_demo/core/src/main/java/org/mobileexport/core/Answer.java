@@ -58,21 +58,12 @@ public final class Answer {
 
     /** Softmax over the context tokens and [CLS] (the others at -10000), [CLS] then zeroed. */
     private static double[] probabilities(float[] logits, int[] sequence) {
-        double[] x = new double[logits.length];
-        double max = Double.NEGATIVE_INFINITY;
-        for (int i = 0; i < x.length; i++) {
-            x[i] = i == 0 || sequence[i] == 1 ? logits[i] : -10000.0;
-            max = Math.max(max, x[i]);
+        float[] masked = new float[logits.length];
+        for (int i = 0; i < masked.length; i++) {
+            masked[i] = i == 0 || sequence[i] == 1 ? logits[i] : -10000f;
         }
-        double sum = 0;
-        for (int i = 0; i < x.length; i++) {
-            x[i] = Math.exp(x[i] - max);
-            sum += x[i];
-        }
-        for (int i = 0; i < x.length; i++) {
-            x[i] /= sum;
-        }
-        x[0] = 0;
-        return x;
+        double[] p = Classifier.softmax(masked);
+        p[0] = 0;
+        return p;
     }
 }
