@@ -62,6 +62,8 @@ def edge_cases(seed: int = 0) -> list[bytes]:
         # a removal before any output shifts tokenizers' later offsets; marks Unicode 17 added but the Rust
         # segmenter does not know (U+05C8, U+0B53)
         "\x0bab cd", "\x0b\u2161x", "x\u2161\u05c8 y\u0b53", "\u2161\x0b\x0b z",
+        # an emoji ZWJ sequence whose second emoji NFKC maps (‼ ™ ℹ): one cluster, mapped code point by code point
+        "\u2603\u200d\u203c\u0301", "x \u00a9\u200d\u2122\u0301 y", "\U0001f600\u200d\u2139\u0301\u0301",
     ]
     out = [t.encode("utf-8") for t in texts]
     out += [b"\xff\xfe bad bytes", b"trunc\xe4\xb8", b"\xed\xa0\x80 lone surrogate", b"over\xc0\xafl",

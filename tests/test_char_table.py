@@ -45,3 +45,39 @@ def test_grapheme_classes_are_the_rust_segmenters():
     assert {0x00, 0x0A, 0x0D, 0x200B, 0x2028} <= classes["control"]
     for cp in (0x61, 0x20, 0x4E2D, 0xAC00):
         assert all(cp not in members for members in classes.values()), hex(cp)
+
+
+# (lead, vowel, final, open syllable, closed syllable) of both Hangul blocks, and a letter
+_JAMO = {"L": "\u1100\ua960", "V": "\u1161\ud7b0", "T": "\u11a8\ud7cb", "LV": "\uac00", "LVT": "\uac01", "x": "\u0416"}
+_JOINS = {
+    ("L", "L"),
+    ("L", "V"),
+    ("L", "LV"),
+    ("L", "LVT"),
+    ("V", "V"),
+    ("V", "T"),
+    ("LV", "V"),
+    ("LV", "T"),
+    ("T", "T"),
+    ("LVT", "T"),
+}  # UAX #29 GB6-GB8, as the Java tokenizer's Jamo applies them
+
+
+def test_the_rust_segmenter_joins_hangul_as_the_java_tokenizer_does():
+    everything = ondevice._precompiled(
+        "".join(f"{cp:X}\t61\n" for cp in range(0x80, 0x10000) if not 0xD800 <= cp <= 0xDFFF)
+    )
+    for a, firsts in _JAMO.items():
+        for b, seconds in _JAMO.items():
+            for x in firsts:
+                for y in seconds:
+                    # joined: one cluster of >= 6 bytes, mapped char by char ("aaa"); apart: y and its mark are one
+                    # cluster of under 6 bytes, mapped whole ("aa")
+                    joined = everything.normalize_str(x + y + "\u0301") == "aaa"
+                    assert joined == ((a, b) in _JOINS), (a, b, hex(ord(x)), hex(ord(y)))
+
+
+def test_grapheme_classes_list_emoji_that_continue_a_zwj_sequence():
+    pictographic = _members(ondevice._probe_grapheme_classes()["pictographic"])
+    assert {0x00A9, 0x203C, 0x2122, 0x2603, 0x1F600, 0x1F44D} <= pictographic
+    assert not {0x61, 0x416, 0x4E2D, 0x0301, 0x200D, 0x1F1E6} & pictographic  # letters, marks, ZWJ, a flag letter

@@ -27,7 +27,9 @@ from typing import Any
 from ..core.diskcache import cached_json
 from ..core.errors import UnsupportedError
 
-TABLE_SCHEMA = 2  # 2: Hangul syllables as ranges ("hangul"), which a schema-1 reader would leave composed
+# 2: Hangul syllables as ranges ("hangul"), which a schema-1 reader would leave composed; 3: emoji sequences
+# ("pictographic") and Hangul syllable clusters, which a schema-2 reader would split
+TABLE_SCHEMA = 3
 
 # Unicode's Hangul syllable decomposition (Unicode 3.12, unchanged since 2.0): 11,172 syllables, 4/5 of
 # the table's bytes when written out one by one.
@@ -157,13 +159,8 @@ def _grapheme_classes() -> dict:
     return cached_json("graphemes", _library_versions(), _probe_grapheme_classes)
 
 
-def _segmentation_probe():
-    """A Precompiled normaliser mapping only "a" -> "b" and U+0301 -> "X".
-
-    Precompiled replaces a whole grapheme of under six UTF-8 bytes by the mapping of its first key, so
-    which characters vanish shows where the Rust library (not a Python regex engine with other Unicode
-    data) puts cluster boundaries.
-    """
+def _precompiled(rules: str):
+    """A tokenizers Precompiled normaliser whose charsmap holds only ``rules`` (SentencePiece's rule TSV)."""
     import io
     import tempfile
     from pathlib import Path
@@ -173,36 +170,52 @@ def _segmentation_probe():
     from tokenizers import normalizers
 
     with tempfile.TemporaryDirectory() as tmp:
-        rules = Path(tmp) / "rules.tsv"
-        rules.write_text("61\t62\n301\t58\n")
+        path = Path(tmp) / "rules.tsv"
+        path.write_text(rules)
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(["abc def"] * 10),
             model_writer=model,
             vocab_size=12,
-            normalization_rule_tsv=str(rules),
+            normalization_rule_tsv=str(path),
             add_dummy_prefix=False,
             remove_extra_whitespaces=False,
             hard_vocab_limit=False,
             minloglevel=2,
         )
-    proto = sentencepiece_model_pb2.ModelProto()
+    proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]  # generated protobuf module, no stubs
     proto.ParseFromString(model.getvalue())
     return normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap)
 
 
 def _probe_grapheme_classes() -> dict:
-    probe = _segmentation_probe()
-    extend, prepend, control = [], [], []
+    """Cluster classes from the Rust library's own segmentation (not a regex engine with other Unicode data).
+
+    Precompiled replaces a whole grapheme of under six UTF-8 bytes by the mapping of its first key and maps a
+    longer one char by char, so which characters vanish shows where the boundaries fall: ``marks`` maps only
+    "a" -> "b" and U+0301 -> "X"; ``everything`` maps every non-ASCII code point to "a".
+    """
+    marks = _precompiled("61\t62\n301\t58\n")
+    everything = _precompiled("".join(f"{cp:X}\t61\n" for cp in _code_points() if cp >= 0x80))
+    extend, prepend, control, pictographic = [], [], [], []
     for cp in _code_points():
         ch = chr(cp)
-        if probe.normalize_str("a" + ch) == "b":  # one cluster: ch dropped with the rest of it
+        joins = marks.normalize_str("a" + ch) == "b"  # one cluster: ch dropped with the rest of it
+        if joins:
             extend.append(cp)
-        if probe.normalize_str(ch + "a\u0301\u0301") == ch + "bXX":  # one cluster of >= 6 bytes: char by char
+        if marks.normalize_str(ch + "a\u0301\u0301") == ch + "bXX":  # one cluster of >= 6 bytes: char by char
             prepend.append(cp)
-        if probe.normalize_str(ch + "\u0301\u0301") == ch + "X":  # the marks cluster apart from ch
+        if marks.normalize_str(ch + "\u0301\u0301") == ch + "X":  # the marks cluster apart from ch
             control.append(cp)
-    return {"extend": _ranges(extend), "prepend": _ranges(prepend), "control": _ranges(control)}
+        # (C) ZWJ ch U+0301 is one cluster of >= 6 bytes (four "a") only if ch continues an emoji sequence
+        if not joins and len(everything.normalize_str("\u00a9\u200d" + ch + "\u0301")) == 4:
+            pictographic.append(cp)
+    return {
+        "extend": _ranges(extend),
+        "prepend": _ranges(prepend),
+        "control": _ranges(control),
+        "pictographic": _ranges(pictographic),
+    }
 
 
 def _check_added_tokens(spec: dict) -> None:

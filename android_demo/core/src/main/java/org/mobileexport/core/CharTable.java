@@ -11,8 +11,11 @@ import org.json.JSONObject;
  * so that the result never depends on the phone's own Unicode tables.
  */
 public final class CharTable {
-    /** The newest {@code char_table.json} schema this reader applies fully (2: Hangul syllables as ranges). */
-    public static final int SCHEMA = 2;
+    /**
+     * The newest {@code char_table.json} schema this reader applies fully (2: Hangul syllables as ranges; 3: emoji
+     * sequences and Hangul syllable clusters).
+     */
+    public static final int SCHEMA = 3;
 
     private final CodePointSet delete;
     private final CodePointSet space;
@@ -24,6 +27,7 @@ public final class CharTable {
     final CodePointSet extend;
     final CodePointSet prepend;
     final CodePointSet control;
+    final CodePointSet pictographic;
 
     public CharTable(JSONObject json) throws JSONException {
         int schema = json.optInt("schema_version", 1);
@@ -51,6 +55,7 @@ public final class CharTable {
         extend = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("extend"));
         prepend = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("prepend"));
         control = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("control"));
+        pictographic = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("pictographic"));
     }
 
     /** Applies the character-wise normalisation to every code point of {@code text}. */
@@ -96,9 +101,11 @@ public final class CharTable {
     }
 
     /**
-     * End (exclusive, in chars) of the extended grapheme cluster starting at {@code i}: CR LF, prepend
-     * characters, a base and its extending characters (UAX #29 as far as clusters of under six
-     * UTF-8 bytes need it; see Precompiled).
+     * End (exclusive, in chars) of the extended grapheme cluster starting at {@code i}, as the Rust segmenter
+     * tokenizers uses ends it: CR LF, prepend characters, a base, a Hangul syllable's jamo, its extending characters
+     * and emoji joined by ZWJ. Regional-indicator pairs and Indic conjuncts are left out: they only join code points
+     * into clusters of six or more UTF-8 bytes, which Precompiled maps code point by code point anyway, and what
+     * follows them starts at a code point of four (or three, before marks of three) bytes, so again six or more.
      */
     int graphemeEnd(String s, int i) {
         int n = s.length();
@@ -118,13 +125,22 @@ public final class CharTable {
         if (control.contains(cp)) {
             return j;
         }
+        while (j < n && Jamo.joins(cp, s.codePointAt(j))) {
+            cp = s.codePointAt(j);
+            j += Character.charCount(cp);
+        }
+        boolean emoji = pictographic.contains(cp);
+        int last = cp;
         while (j < n) {
             int next = s.codePointAt(j);
-            if (!extend.contains(next)) {
+            if (!extend.contains(next) && !(emoji && last == ZWJ && pictographic.contains(next))) {
                 break;
             }
+            last = next;
             j += Character.charCount(next);
         }
         return j;
     }
+
+    private static final int ZWJ = 0x200D;
 }

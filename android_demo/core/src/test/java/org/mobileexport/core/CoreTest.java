@@ -52,8 +52,29 @@ public class CoreTest {
     }
 
     @Test
+    public void graphemesJoinEmojiSequencesAndHangulSyllablesAsTheRustSegmenterDoes() throws Exception {
+        JSONObject json = charTable(3, "[]").put("graphemes", new JSONObject()
+            .put("extend", new JSONArray("[[768, 879], [8205, 8205]]")) // combining marks, ZWJ
+            .put("pictographic", new JSONArray("[[8252, 8252], [9731, 9731]]"))); // double exclamation, snowman
+        CharTable table = new CharTable(json);
+        String[][] cases = {
+            {"\u2603\u200d\u203c\u0301", "x"}, // an emoji, ZWJ, an emoji (and its mark): one cluster
+            {"a\u200d", "\u203c\u0301"}, // ZWJ after a letter joins no emoji
+            {"\u2603\u0301", "\u203c"}, // nor does an emoji without ZWJ
+            {"\u1100\u1161\u11a8\u0301", "x"}, // lead, vowel, final (and a mark)
+            {"\uac00\u1161\u11a8\u11a8", "b"}, // an open syllable takes vowels and finals
+            {"\uac01", "\u1161"}, // a closed one only finals
+            {"\u11a8", "\u1100"}, // a final no lead
+            {"\ua960\ud7b0\ud7cb", "\u1100"}, // the extended jamo blocks
+        };
+        for (String[] c : cases) {
+            assertEquals(c[0] + "|" + c[1], c[0].length(), table.graphemeEnd(c[0] + c[1], 0));
+        }
+    }
+
+    @Test
     public void charTableRefusesANewerSchemaAndStrayHangulRanges() throws Exception {
-        for (JSONObject bad : new JSONObject[] {charTable(3, "[]"), charTable(2, "[[44031, 44032]]"),
+        for (JSONObject bad : new JSONObject[] {charTable(4, "[]"), charTable(2, "[[44031, 44032]]"),
                 charTable(2, "[[55203, 55204]]")}) {
             try {
                 new CharTable(bad);
