@@ -188,6 +188,11 @@ def _precompiled(rules: str):
     return normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap)
 
 
+def _maps_every_code_point():
+    """A Precompiled normaliser that maps every non-ASCII code point to "a" (counts clusters; see below)."""
+    return _precompiled("".join(f"{cp:X}\t61\n" for cp in _code_points() if cp >= 0x80))
+
+
 def _probe_grapheme_classes() -> dict:
     """Cluster classes from the Rust library's own segmentation (not a regex engine with other Unicode data).
 
@@ -196,7 +201,7 @@ def _probe_grapheme_classes() -> dict:
     "a" -> "b" and U+0301 -> "X"; ``everything`` maps every non-ASCII code point to "a".
     """
     marks = _precompiled("61\t62\n301\t58\n")
-    everything = _precompiled("".join(f"{cp:X}\t61\n" for cp in _code_points() if cp >= 0x80))
+    everything = _maps_every_code_point()
     extend, prepend, control, pictographic = [], [], [], []
     for cp in _code_points():
         ch = chr(cp)

@@ -54,7 +54,7 @@ public final class TokenizeMain {
     }
 
     private static void emit(TextEncoder enc, ByteArrayOutputStream line, PrintStream out, boolean offsets) {
-        String text = Text.sanitize(decode(line.toByteArray()));
+        String text = decode(line.toByteArray()); // valid Unicode already: no lone surrogates to sanitize
         line.reset();
         TextEncoder.Spans spans = enc.encodeSpans(text);
         long[] ids = spans.input.inputIds;
