@@ -76,15 +76,16 @@ predictor = mobile_export.load(sys.argv[1], backend=sys.argv[2])
 result = predictor("a good phone").to_json()
 print(json.dumps({"result": result, "loaded": {name: name in sys.modules for name in sys.argv[3:]}}))
 """
-_NOT_LOADED = {"onnx": ("torch", "executorch.exir", "torchao", "optimum"), "executorch": ("executorch.exir", "torchao")}
+_NOT_LOADED = {"onnx": ("torch", "transformers", "executorch.exir", "torchao", "optimum"),
+               "executorch": ("transformers", "executorch.exir", "torchao")}
 
 
 @pytest.mark.parametrize("given", ["folder", "file"])
 @pytest.mark.parametrize("backend", ["onnx", "executorch"])
 def test_load_imports_no_compiler_in_a_fresh_process(artifacts, backend, given):
     """``mobile_export.load`` of an export folder, or of one artifact alone (reading the assets it carries): the .onnx
-    path imports neither torch nor any compiler, the .pte path not ExecuTorch's compiler (nor torchao, whose import
-    warns); nothing on stderr; the scores are those of this process, which has everything loaded."""
+    path imports neither torch, transformers nor any compiler, the .pte path neither transformers nor ExecuTorch's
+    compiler (nor torchao, whose import warns): the tokenizer is read with ``tokenizers`` alone; nothing on stderr; the scores are those of this process, which has everything loaded."""
     from mobile_export import load
 
     name = {"onnx": "model.onnx", "executorch": "model.pte"}[backend]

@@ -42,6 +42,8 @@ class BackendInfo:
     data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
     int4_group_multiple: int = 1  # 4-bit weights: the group sizes it takes are multiples of this
     embeds: bool = True  # carries the export's assets inside itself (``exporter.embedding``)
+    # converted from that format's artifact of the same plan (its package's ``convert``) when the export has one
+    converted_from: Backend | None = None
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -93,6 +95,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         granularity="tensor",
         int8_mode=None,
         embeds=False,  # converted from the .onnx before the export embeds its assets
+        converted_from=Backend.ONNX,
     ),
 }
 

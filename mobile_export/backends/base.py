@@ -160,6 +160,15 @@ def coverage_from_dict(data: dict[str, Any], quant: str | None) -> Coverage:
     )
 
 
+class Converted(Protocol):
+    """What a format converted from another format's artifact (``BackendInfo.converted_from``) provides besides
+    ``Format``."""
+
+    def convert(self, source: Path, stats: ExportStats, dest: Path, progress: Any) -> ExportStats:
+        """``source`` (an artifact lowered with ``stats``) converted into ``dest``; returns this artifact's facts."""
+        ...
+
+
 class Format(Protocol):
     """What each format package provides (module-level functions and the ``Runner`` class)."""
 

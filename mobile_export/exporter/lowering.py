@@ -3,15 +3,18 @@ artifact in the staging folder, as a named record (``Lowered``)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 
 from .. import backends
-from ..backends.base import ExportStats
+from ..backends.base import Converted, ExportStats
 from ..core import interrupts
 from ..core.choices import Backend, Quant
 from ..core.errors import ExportFailedError, MobileExportError, first_line
@@ -51,9 +54,30 @@ def lower(run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tupl
     dest = run.staging / backends.get_info(backend).file_name
     plan = run.plan(backend, keep)
     t0 = time.monotonic()
+    with _converter_errors(run, f"{backend.value} export"), torch.no_grad():
+        stats = backends.load(backend).export(wrapper, plan, dest, run.progress)
+    if plan.signature.inputs != INPUT_NAMES:  # a family with other inputs (DistilBERT): the manifest says which
+        stats["inputs"] = list(plan.signature.inputs)
+    return Lowered(backend, dest, stats, time.monotonic() - t0)
+
+
+def convert(run: ExportRun, backend: Backend, source: Lowered) -> Lowered:
+    """``backend``'s artifact converted from ``source`` (the artifact of the format it converts from, lowered with
+    the same plan) into the staging folder, instead of lowering the model again. A failure is one
+    ExportFailedError, as in ``lower``."""
+    dest = run.staging / backends.get_info(backend).file_name
+    t0 = time.monotonic()
+    with _converter_errors(run, f"{backend.value} conversion"):
+        stats = cast(Converted, backends.load(backend)).convert(source.path, source.stats, dest, run.progress)
+    return Lowered(backend, dest, stats, time.monotonic() - t0)
+
+
+@contextlib.contextmanager
+def _converter_errors(run: ExportRun, what: str) -> Iterator[None]:
+    """A converter's exception as one ExportFailedError naming ``what`` failed (an interrupt and a full disk
+    as themselves)."""
     try:
-        with torch.no_grad():
-            stats = backends.load(backend).export(wrapper, plan, dest, run.progress)
+        yield
     except MobileExportError:
         raise
     except Exception as exc:
@@ -62,8 +86,5 @@ def lower(run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tupl
         disk = disk_error(exc, run.staging.parent)
         if disk is not None:
             raise disk from exc
-        what = f"{type(exc).__name__}: {first_line(exc)}"
-        raise ExportFailedError(f"{backend.value} export failed: {what}; rerun with --debug for the traceback") from exc
-    if plan.signature.inputs != INPUT_NAMES:  # a family with other inputs (DistilBERT): the manifest says which
-        stats["inputs"] = list(plan.signature.inputs)
-    return Lowered(backend, dest, stats, time.monotonic() - t0)
+        cause = f"{type(exc).__name__}: {first_line(exc)}"
+        raise ExportFailedError(f"{what} failed: {cause}; rerun with --debug for the traceback") from exc

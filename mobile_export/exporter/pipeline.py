@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import backends
-from ..core.choices import Quant, Repair
+from ..core.choices import Backend, Quant, Repair
 from ..core.fsutil import disk_error, remove_empty, remove_staging
 from ..core.progress import Progress, Silent
 from ..parity.artifact import ArtifactResult
@@ -118,10 +118,18 @@ def export(
 
 def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:
     """Every format of the export lowered from one module (the model, or a copy with its word table int8): the
-    artifacts, and the tables stored int8."""
+    artifacts, and the tables stored int8. A format converted from another one of the export (the .ort from the
+    .onnx) is converted from that artifact, not lowered again."""
     wrapper, replaced = export_module(run.loaded, run.options)
-    lowered = [lowering.lower(run, backend, wrapper) for backend in run.options.backends]
-    return lowered, replaced
+    chosen = run.options.backends
+    done: dict[Backend, Lowered] = {}
+    for backend in sorted(chosen, key=lambda b: backends.get_info(b).converted_from in chosen):
+        source = done.get(backends.get_info(backend).converted_from)  # type: ignore[arg-type]
+        if source is not None and run.plan(backend) == run.plan(source.backend):
+            done[backend] = lowering.convert(run, backend, source)
+        else:
+            done[backend] = lowering.lower(run, backend, wrapper)
+    return [done[b] for b in chosen], replaced
 
 
 def diagnose_int8(run: ExportRun, lowered: list[Lowered]) -> Diagnosis | None:

@@ -17,6 +17,7 @@ from ..core.errors import ArtifactLoadError, BadInputError, first_line
 from ..core.files import LABELS, MANIFEST, TOKENIZER_DIR, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import sha256_file
 from ..core.tasks import TaskSpec, get_task
+from .tokenizer import ExportTokenizer
 
 
 @dataclass(frozen=True)
@@ -96,24 +97,20 @@ class ExportFolder:
         return int(self.settings.get("max_length", 512))
 
     @cached_property
-    def tokenizer(self) -> Any:
-        """The export's tokenizer (``tokenizer/tokenizer.json``, the pipeline transformers ran), checksums
-        checked; loaded once for every artifact of the folder."""
-        from tokenizers import Tokenizer
-        from transformers import PreTrainedTokenizerFast
-
+    def tokenizer(self) -> ExportTokenizer:
+        """The export's tokenizer (``tokenizer/tokenizer.json``, the pipeline transformers ran, read with the
+        ``tokenizers`` package alone), checksums checked; loaded once for every artifact of the folder."""
         name = self.settings.get("files", {}).get("tokenizer", TOKENIZER_JSON)
         self.read(f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}")
         relative = f"{TOKENIZER_DIR}/{name}"
+        special = {role: v["token"] for role, v in self.settings.get("special_tokens", {}).items()}
         try:
-            backend = Tokenizer.from_str(self.read(relative).decode("utf-8"))
+            return ExportTokenizer(self.read(relative).decode("utf-8"), special)
         except (UnicodeDecodeError, Exception) as exc:  # tokenizers raises its own Exception type for a bad file
             where = self.single or self.path / relative
             raise ArtifactLoadError(
                 f"{where}: {relative} does not load as a tokenizer ({first_line(exc)}); export it again"
             ) from None
-        special = {f"{role}_token": v["token"] for role, v in self.settings.get("special_tokens", {}).items()}
-        return PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=self.max_length, **special)
 
 
 def _read_json(path: Path, what: str) -> Any:

@@ -48,7 +48,7 @@ class Predictor:
         from ..core.text import sanitize
 
         _check_text(text, "text")
-        whole = len(self.tokenizer(sanitize(text), sanitize(context) if context is not None else None)["input_ids"])
+        whole = self.tokenizer.count(sanitize(text), sanitize(context) if context is not None else None)
         return min(whole, self.max_length), whole
 
     def _encode(self, text: str, context: str | None = None) -> decoding.Encoded:
@@ -60,28 +60,25 @@ class Predictor:
         text = sanitize(text)
         if context is not None:  # only the context is truncated: the question must fit beside a part of it
             context = sanitize(context)
-            room = self.max_length - 3 - len(self.tokenizer(context, add_special_tokens=False)["input_ids"][:1])
-            if len(self.tokenizer(text, add_special_tokens=False)["input_ids"]) > room:
+            room = self.max_length - 3 - min(self.tokenizer.count(context, add_special_tokens=False), 1)
+            if self.tokenizer.count(text, add_special_tokens=False) > room:
                 raise BadInputError(
                     f"the question is longer than this export's max length ({self.max_length} tokens with its "
                     "context); shorten it or export with a larger --max-seq-len"
                 )
-        enc = self.tokenizer(
+        enc = self.tokenizer.encode(
             text,
             context,
-            truncation="only_second" if context is not None else True,
+            truncation="only_second" if context is not None else "longest_first",
             max_length=self.max_length,
-            return_token_type_ids=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
         )
         return decoding.Encoded(
             text=context if context is not None else text,
-            ids=np.asarray(enc["input_ids"], dtype=np.int64),
-            offsets=[(int(a), int(b)) for a, b in enc["offset_mapping"]],
-            special=np.asarray(enc["special_tokens_mask"], dtype=bool),
-            sequence_ids=list(enc.sequence_ids()),
-            types=np.asarray(enc["token_type_ids"], dtype=np.int64),
+            ids=np.asarray(enc.ids, dtype=np.int64),
+            offsets=[(int(a), int(b)) for a, b in enc.offsets],
+            special=np.asarray(enc.special_tokens_mask, dtype=bool),
+            sequence_ids=list(enc.sequence_ids),
+            types=np.asarray(enc.type_ids, dtype=np.int64),
         )
 
     def _outputs(self, text: str, context: str | None = None) -> tuple[decoding.Encoded, list[np.ndarray]]:

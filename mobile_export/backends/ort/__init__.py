@@ -165,30 +165,37 @@ def stored_quant(path: Path) -> Quant:
 
 def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
     """The .onnx export of ``plan`` (``Options`` is the .onnx's), converted to ORT format in ``dest``."""
-    import onnxruntime as ort
-
     onnx_path = dest.with_name(dest.stem + ".tmp.onnx")
     try:
         stats = onnx_backend.export(wrapper, plan, onnx_path, progress)
-        stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
-        with progress.step("ort: convert to ORT format (ONNX Runtime)"):
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            so.optimized_model_filepath = str(dest)
-            so.add_session_config_entry("session.save_model_format", "ORT")
-            # A .ort is not optimized again when loaded, so no session option can keep an x86 CPU without
-            # VNNI from saturating its s8 weights: they are stored as u8 (the same integers; ARM64's
-            # ONNX Runtime runs one kernel for u8 and s8 weights). No session option is set, so the result
-            # does not depend on the converting CPU.
-            ort.InferenceSession(
-                exact_source(onnx_path, so, everywhere=True),
-                sess_options=so,
-                providers=["CPUExecutionProvider"],
-                disabled_optimizers=["NchwcTransformer"],
-            )
+        return convert(onnx_path, stats, dest, progress)
     finally:
         for f in onnx_backend.files(onnx_path) if onnx_path.exists() else []:
             os.unlink(f)
+
+
+def convert(onnx_path: Path, stats: ExportStats, dest: Path, progress) -> ExportStats:
+    """The .onnx at ``onnx_path`` (lowered with ``stats``) converted to ORT format in ``dest``: an export that
+    writes both formats lowers the model once."""
+    import onnxruntime as ort
+
+    stats = dict(stats)
+    stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
+    with progress.step("ort: convert to ORT format (ONNX Runtime)"):
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.optimized_model_filepath = str(dest)
+        so.add_session_config_entry("session.save_model_format", "ORT")
+        # A .ort is not optimized again when loaded, so no session option can keep an x86 CPU without
+        # VNNI from saturating its s8 weights: they are stored as u8 (the same integers; ARM64's
+        # ONNX Runtime runs one kernel for u8 and s8 weights). No session option is set, so the result
+        # does not depend on the converting CPU.
+        ort.InferenceSession(
+            exact_source(onnx_path, so, everywhere=True),
+            sess_options=so,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=["NchwcTransformer"],
+        )
     stats["format"] = "ORT flatbuffer (optimization level all, without NchwcTransformer; int8 weights as u8)"
     return stats
