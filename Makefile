@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo test test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
+.PHONY: install demo bench train-demo check test test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -35,6 +35,11 @@ train-demo: install
 	$(BIN)/python -m mobile_export.demo.train --out mobile_export/demo/model \
 		--mlm-load out/train-demo/encoder.safetensors --max-len 256 --lr 3e-4 --warmup 200 --epochs 5 \
 		--eval-every 150 --ema 0.998 --distill 0.7 --teacher-ngram 5 --teacher-c 8 --teacher-window --threads 1
+
+# The fast tier, for every change: the default suite less the tests marked `full` (unit tests of every package and
+# one real lowering and runtime run per format on the smallest model; README "Tests" says what each tier covers).
+check: install
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'not full and not slow and not android_jvm and not arm64 and not x86_emulated'
 
 # Two workers (one per core; a file's tests stay on one worker, so its module fixtures are built once).
 test: install

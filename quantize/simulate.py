@@ -50,17 +50,27 @@ def fake_quant_weight(weight: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def quantized(
-    model: torch.nn.Module, names: Iterable[str], granularity: str, valid: torch.Tensor | None = None
+    model: torch.nn.Module,
+    names: Iterable[str],
+    granularity: str,
+    valid: torch.Tensor | None = None,
+    cache: dict[str, torch.Tensor] | None = None,
 ) -> Iterator[None]:
     """Within the block, the Linears ``names`` of ``model`` compute as dynamic int8 (weights restored after);
-    ``valid``: the real tokens of the padded batch the block runs (``fake_quant_activation``)."""
+    ``valid``: the real tokens of the padded batch the block runs (``fake_quant_activation``); ``cache``: each
+    Linear's int8 weight by name, kept across blocks on the same model (an attribution enters hundreds)."""
     saved = []
     handles = []
     try:
         for name in names:
             linear = cast(torch.nn.Linear, model.get_submodule(name))
             saved.append((linear, linear.weight.data))
-            linear.weight.data = fake_quant_weight(linear.weight.data)
+            weight = cache.get(name) if cache is not None else None
+            if weight is None:
+                weight = fake_quant_weight(linear.weight.data)
+                if cache is not None:
+                    cache[name] = weight
+            linear.weight.data = weight
             handles.append(
                 linear.register_forward_pre_hook(lambda _m, args: (fake_quant_activation(args[0], granularity, valid),))
             )

@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "android_demo" / "core"
 TOKENIZE = CORE / "tokenize.sh"
 
-pytestmark = pytest.mark.needs_tool("java")
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = [pytest.mark.needs_tool("java"), pytest.mark.full]
 
 
 def english_lines(limit: int = 12000) -> list[str]:

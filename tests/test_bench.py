@@ -8,6 +8,10 @@ from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.backends.onnx.precision import Precision, precision_for, saturates
 from mobile_export.cli.main import main
 from mobile_export.core.host import this_host
+import pytest
+
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
 
 
 def test_bench_measures_artifact_and_eager(tiny_checkpoint, tmp_path, capsys):

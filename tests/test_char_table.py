@@ -3,6 +3,10 @@
 from tokenizers import normalizers
 
 from mobile_export.assets import ondevice
+import pytest
+
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
 
 HANGUL = range(0xAC00, 0xD7A4)
 

@@ -92,6 +92,7 @@ def test_nonempty_out_refused_without_overwrite(tiny_checkpoint, tmp_path, capsy
     assert (out / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_parity_failure_exit_3_and_nothing_written(tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "o"
     code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx",
@@ -104,6 +105,7 @@ def test_parity_failure_exit_3_and_nothing_written(tiny_checkpoint, tmp_path, ca
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_overwrite_replaces_previous_export(tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "o"
     assert _run(["export", str(tiny_checkpoint()), "--out", str(out), "--backend", "onnx", "--quant", "fp32",
@@ -126,6 +128,7 @@ def test_list_and_tokenizer_commands(tiny_checkpoint, tmp_path, capsys):
     assert (tmp_path / "tok" / "spiece.model").stat().st_size > 0
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_end_to_end_subprocess(tiny_checkpoint, tmp_path):
     """The console entry point on a checkpoint folder it has never seen: both backends, int8."""
     ckpt = tiny_checkpoint("text-classification", "sentencepiece", seed=7, num_hidden_layers=3,
@@ -198,6 +201,7 @@ def test_over_budget_exit_4_and_nothing_written(tiny_checkpoint, tmp_path, capsy
     assert code == 2 and "cannot read budget 'lots'" in _error_line(err)
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_exports_are_byte_identical(tiny_checkpoint, shared_export, tmp_path):
     """Same checkpoint and options, two processes (fresh hash seeds): same sha256 for every file. One is this
     command in a new process; the other is the run's shared export of the same options, lowered in a test

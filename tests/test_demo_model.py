@@ -11,6 +11,9 @@ from mobile_export import Backend, load_checkpoint
 from mobile_export.demo import MODEL_DIR
 from mobile_export.demo.data import load_reviews, split_of
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 METRICS = json.loads((MODEL_DIR / "training_metrics.json").read_text())
 
 

@@ -19,6 +19,9 @@ from mobile_export.core.tasks import supported_tasks
 from mobile_export.model.families import FAMILIES
 from mobile_export.parity.texts import ENGLISH
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 OTHERS = [f for f in FAMILIES if f != "albert"]
 QUANTS = (Quant.INT8, Quant.INT4, Quant.FP32)
 

@@ -15,6 +15,9 @@ from mobile_export import Backend, BadInputError, ExportOptions, Quant, load
 from mobile_export.cli.main import main
 from mobile_export.parity.texts import CHINESE, ENGLISH
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)
 MASKED = [
     "the quick brown [MASK] jumps over the lazy dog.",

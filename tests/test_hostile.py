@@ -124,6 +124,7 @@ def _final_names(out: Path) -> set[str]:
     return {p.name for p in out.iterdir()} if out.exists() else set()
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_interrupt_leaves_previous_export_intact(tiny_checkpoint, tmp_path):
     """Ctrl-C during an --overwrite export: exit 130, no staging left, the earlier export untouched."""
     ckpt = tiny_checkpoint()
@@ -161,6 +162,7 @@ def test_unwritable_destination(tiny_checkpoint, tmp_path, capsys):
     assert code == 2 and "cannot write to --out" in err
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_full_disk_is_a_clear_error(tiny_checkpoint, tmp_path, capsys, monkeypatch):
     """ENOSPC while writing the outputs: exit 2, the reason in one line, nothing published."""
     import errno

@@ -177,6 +177,7 @@ def test_hostile_artifact_is_refused_by_every_command(good, corpus, case, tmp_pa
     assert sorted(p.name for p in path.parent.iterdir()) == before  # nothing written beside it
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_good_artifacts_pass_the_same_reader(good, capsys):
     from mobile_export import backends
 
@@ -194,6 +195,7 @@ def test_good_artifacts_pass_the_same_reader(good, capsys):
     ({"num_labels": 5}, 2, "export of a different model"),
     ({"hidden_size": 48, "num_attention_heads": 4, "intermediate_size": 96}, 3, "parity check failed"),
 ], ids=["other-labels", "other-hidden-size"])
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_artifact_of_another_model(good, tiny_checkpoint, other, expected_code, words, capsys):
     _, good_dir = good
     ckpt = tiny_checkpoint("text-classification", "wordpiece", seed=7, **other)
@@ -204,6 +206,7 @@ def test_artifact_of_another_model(good, tiny_checkpoint, other, expected_code, 
         assert words in err, (name, err[-1500:])
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_artifact_of_a_smaller_vocabulary(tiny_checkpoint, tmp_path, capsys):
     from mobile_export.demo.tiny import build_tiny_checkpoint
 

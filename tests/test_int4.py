@@ -19,6 +19,9 @@ from mobile_export.cli.main import main
 from mobile_export.core.thresholds import INT4_MIN_SQNR_DB
 from quantize.onnx_dynamic import count_ops
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
 # The tiny test models have random weights drawn 10x wider than a trained ALBERT's (initializer_range

@@ -15,6 +15,9 @@ from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.measure.memory import measure
 from mobile_export.measure.size import breakdown
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 WIDE = dict(hidden_size=512, intermediate_size=2048, num_attention_heads=8, embedding_size=64,
             max_position_embeddings=64, initializer_range=0.02)
 LAYER_INT8_BYTES = 4 * 512 * 512 + 2 * 512 * 2048  # one layer's Linear weights, int8

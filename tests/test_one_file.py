@@ -21,6 +21,9 @@ from mobile_export.backends import onnx as ox
 from mobile_export.cli.main import main
 from mobile_export.core.errors import ArtifactLoadError, BadInputError
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 FORMATS = {"model.pte": et, "model.onnx": ox}
 
 

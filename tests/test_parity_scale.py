@@ -26,6 +26,9 @@ from mobile_export.parity.accumulate import compare
 from mobile_export.parity.checker import ArtifactCheck, Checker, ParitySource
 from mobile_export.parity.texts import builtin_texts, long_text
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 DEMO = Path(__file__).resolve().parents[1] / "mobile_export" / "demo" / "model"
 TASKS = ["text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction"]
 OFF = Thresholds(min_agreement=0.0, min_sqnr_db=-1e9)

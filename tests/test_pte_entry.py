@@ -13,6 +13,9 @@ from mobile_export.backends import executorch as et
 from mobile_export.model.reference import tokenize
 from mobile_export.parity.texts import CHINESE, ENGLISH
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 
 @pytest.fixture(scope="module")
 def entries(tiny_checkpoint, tmp_path_factory):

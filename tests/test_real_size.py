@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from mobile_export import Backend, ExportOptions, Quant, export
+import pytest
+
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
 
 ALBERT_BASE = dict(embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                    intermediate_size=3072, max_position_embeddings=512, initializer_range=0.02)

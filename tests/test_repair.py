@@ -17,6 +17,9 @@ from mobile_export.reports import summary
 from mobile_export.exporter.repair import NOTHING_TO_FOLD, NOTHING_TO_KEEP
 from outlier_models import LAYER, PLANTED, plant_residual, planted_checkpoint
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 READERS = ("albert.encoder.embedding_hidden_mapping_in", f"{LAYER}.attention.dense")
 
 

@@ -68,6 +68,7 @@ def test_export_writes_human_reports(onnx_export):
     assert html.count("<img src='data:image/png;base64,") >= 7  # 3 per artifact + size breakdown
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_parity_command_passes_on_its_own_checkpoint_and_report_regenerates(tiny_checkpoint, onnx_export, tmp_path,
                                                                             capsys):
     out = tmp_path / "p"
@@ -84,6 +85,7 @@ def test_parity_command_passes_on_its_own_checkpoint_and_report_regenerates(tiny
     assert code == 0 and (out / "report.md").read_text() == md and (out / "report.html").is_file()
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_parity_refuses_a_file_that_is_not_the_one_its_manifest_records(tiny_checkpoint, onnx_export, tmp_path,
                                                                        capsys):
     """8 bytes flipped in an exported .pte: parity names the file and both hashes and refuses (exit 2) before
@@ -194,6 +196,7 @@ def test_report_size_table_says_what_size_says_and_merges_an_exact_emulation(onn
     assert _distinct([emulated, DepthSeries("x, real", True, (30.5, 29.0))])[0] == emulated  # 0.5 dB apart: both
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_quant_detected_from_the_artifact(tiny_checkpoint, tmp_path):
     """Default parity thresholds follow what the file stores, for every format (fp32 gets the strict ones)."""
     from mobile_export.backends import detect_quant

@@ -16,6 +16,9 @@ from mobile_export import Backend, ExportOptions, Quant, Thresholds, backends, e
 from mobile_export.backends import detect_quant
 from mobile_export.core.tasks import supported_tasks
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 # Alternate tokenizer kinds so both are exercised through every backend.
 CASES = [
     ("text-classification", Backend.EXECUTORCH, Quant.INT8, "sentencepiece"),

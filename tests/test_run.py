@@ -16,6 +16,9 @@ from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
 from mobile_export.parity.texts import CHINESE, ENGLISH
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 NER_LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 TEXTS = ENGLISH[:6] + CHINESE[:4]
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)

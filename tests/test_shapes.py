@@ -16,6 +16,9 @@ import pytest
 
 from mobile_export import Backend, ExportOptions
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 TASKS = ("text-classification", "token-classification", "question-answering", "fill-mask", "feature-extraction")
 SEED = int(os.environ.get("MOBILE_EXPORT_SHAPE_SEED", "26"))
 COUNT = int(os.environ.get("MOBILE_EXPORT_SHAPES", "2"))

@@ -11,6 +11,9 @@ from onnx import numpy_helper
 
 from mobile_export import Backend, ExportOptions, Quant, export, load_checkpoint
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 
 # ExecuTorch fp32 is left out: the .pte stores weights by content hash for both precisions, and
 # two more lowerings would cost a minute of the default run.

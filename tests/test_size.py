@@ -26,6 +26,7 @@ def tiny_export(tiny_checkpoint, tmp_path_factory):
     return out
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_export_report_has_size_memory_and_budget(tiny_export):
     report = json.loads((tiny_export / "report.json").read_text())
     assert report["budget"]["source"].startswith("https://") and report["budget"]["checked"]
@@ -85,6 +86,7 @@ def test_export_over_a_budget_exits_4_and_writes_nothing(tiny_checkpoint, tmp_pa
     assert not (out / "model.onnx").exists() and (out / "report.failed.json").exists()
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_verdict_catches_unshared_weights(tiny_checkpoint, tmp_path):
     """An artifact holding one copy of the layer per layer is flagged, whatever the file is named."""
     ckpt = tiny_checkpoint("feature-extraction", num_hidden_layers=3, num_hidden_groups=3)
@@ -100,6 +102,7 @@ def test_verdict_catches_unshared_weights(tiny_checkpoint, tmp_path):
     assert "NOT preserved" in verdict["sharing_verdict"]
 
 
+@pytest.mark.full  # an export or a model run of its own: left out of make check
 def test_verdict_catches_a_matrix_left_at_full_precision(tiny_checkpoint, tmp_path):
     """A quantized artifact that also stores a weight matrix at fp32 (as an int4 .onnx did whose tied table the
     4-bit lookup missed) holds a second copy of it: flagged, with the bytes, where the file without it passes."""

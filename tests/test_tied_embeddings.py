@@ -11,6 +11,9 @@ from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.backends import executorch as et_backend
 from mobile_export.measure.size import artifact_blobs, breakdown
 
+# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.full
+
 EMBEDDING = 64  # wide enough that the table (vocab x 64) is the largest tensor of the tiny model
 BOTH = (Backend.EXECUTORCH, Backend.ONNX)
 

@@ -41,18 +41,21 @@ def weight_errors(
     granularity: str,
     valid: torch.Tensor | None = None,
     reference: list[np.ndarray] | None = None,
+    cache: dict[str, torch.Tensor] | None = None,
 ) -> tuple[float, list[WeightError]]:
     """(SQNR with every weight of ``names`` quantized, each weight's share); ``run`` gives the outputs that
     are compared (the same examples each call; ``valid``: the real tokens when it runs a padded batch;
-    ``reference``: the outputs to compare with, when not ``run``'s own with nothing quantized)."""
+    ``reference``: the outputs to compare with, when not ``run``'s own with nothing quantized; ``cache``: the
+    int8 weights already computed for ``model``, ``quantize.simulate.quantized``)."""
     reference = run() if reference is None else reference
-    with quantized(model, names, granularity, valid):
+    cache = {} if cache is None else cache
+    with quantized(model, names, granularity, valid, cache):
         every = pooled_sqnr_db(reference, run())
     errors = []
     for name in names:
-        with quantized(model, [name], granularity, valid):
+        with quantized(model, [name], granularity, valid, cache):
             alone = pooled_sqnr_db(reference, run())
-        with quantized(model, [n for n in names if n != name], granularity, valid):
+        with quantized(model, [n for n in names if n != name], granularity, valid, cache):
             without = pooled_sqnr_db(reference, run())
         errors.append(WeightError(name, alone, without))
     return every, errors

@@ -33,11 +33,11 @@ from .metrics import sqnr_from_sums
 SAMPLE_TEXTS = 16  # enough texts to find a channel that dominates; a diagnosis must stay cheap beside export
 SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them must stay small
 LISTED_OUTLIERS = 4  # channels named per weight input in a report
-# Multiply-adds one emulated pass of the per-weight attribution may cost (two passes per weight and runtime):
-# most of the 16 texts on the demo model (14 of its test split), two short ones on albert-base, so that the
-# diagnosis stays a fraction of the export (measured in BENCHMARKS.md). The ranges and whole-model figures use
-# the whole sample.
-ATTRIBUTION_MACS = 8e9
+# Multiply-adds the per-weight attribution may cost per runtime (1 + 2 emulated passes per weight): on ALBERT's few
+# weights most of the 16 texts of the demo (14 of its test split), two short ones on albert-base; on a BERT's 74
+# weights (one set per layer) two short texts, so that the diagnosis stays a fraction of the export (measured in
+# BENCHMARKS.md). The ranges and whole-model figures use the whole sample.
+ATTRIBUTION_MACS = 1.6e11
 
 
 @dataclass(frozen=True)
@@ -222,18 +222,19 @@ class Emulation:
             self.model = copy.deepcopy(loaded.model)
             quantize_embeddings(self.model)
         self.run = _runner(self.model, loaded.task, self.batch)
+        self._int8: dict[str, torch.Tensor] = {}  # each Linear's emulated int8 weight, computed once
 
     @torch.no_grad()
     def sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float]:
         """(SQNR over the sample, the lowest example's as the gate counts it: an example's signal floored at the
         median example's) with the Linears ``names`` in emulated int8."""
-        with quantized(self.model, names, granularity, self.batch.valid):
+        with quantized(self.model, names, granularity, self.batch.valid, self._int8):
             return self._scores(self.run())
 
     @torch.no_grad()
     def depth_sqnr(self, names: Sequence[str], granularity: str) -> tuple[float, float, tuple[float, ...]]:
         """``sqnr`` and, from the same pass, the SQNR of the hidden state after each depth of the shared layer."""
-        with quantized(self.model, names, granularity, self.batch.valid):
+        with quantized(self.model, names, granularity, self.batch.valid, self._int8):
             got, states = _with_states(self.model, self.run, self.batch)
         depth = tuple(pooled_sqnr_db(r, s) for r, s in zip(self.reference_states, states))
         return (*self._scores(got), depth)
@@ -247,18 +248,19 @@ class Emulation:
 
     def weight_errors(self, names: Sequence[str], granularity: str) -> tuple[float, list[WeightError]]:
         """``attribution.weight_errors`` of the Linears ``names`` against the fp32 reference."""
-        return weight_errors(self.model, names, self.run, granularity, self.batch.valid, self.reference)
+        return weight_errors(self.model, names, self.run, granularity, self.batch.valid, self.reference, self._int8)
 
 
-def attribution_sample(config, examples: Sequence[Example]) -> list[Example]:
-    """The shortest ``examples`` (at least two) whose padded batch costs at most ``ATTRIBUTION_MACS`` per pass
-    through ``config``'s encoder."""
+def attribution_sample(config, examples: Sequence[Example], weights: int) -> list[Example]:
+    """The shortest ``examples`` (at least two) whose padded batch costs at most ``ATTRIBUTION_MACS`` over the
+    ``1 + 2 * weights`` passes through ``config``'s encoder that attributing the error to ``weights`` Linears takes."""
+    budget = ATTRIBUTION_MACS / (1 + 2 * weights)
     hidden = int(config.hidden_size)
     inner = int(getattr(config, "intermediate_size", None) or config.hidden_dim)  # DistilBERT names it hidden_dim
     per_token = int(config.num_hidden_layers) * hidden * (4 * hidden + 2 * inner)
     chosen: list[Example] = []
     for ex in sorted(examples, key=lambda e: e.length):
-        if len(chosen) >= 2 and (len(chosen) + 1) * ex.length * per_token > ATTRIBUTION_MACS:
+        if len(chosen) >= 2 and (len(chosen) + 1) * ex.length * per_token > budget:
             break
         chosen.append(ex)
     return chosen
@@ -306,7 +308,7 @@ def diagnose(
     ranges = channel_ranges(model, examples)
     inputs = tuple(InputRange.of(ranges[n]) for n in names if n in ranges)
     emulation = Emulation(loaded, examples, int8_table)
-    few = attribution_sample(loaded.config, examples)
+    few = attribution_sample(loaded.config, examples, len(names))
     shares = emulation if len(few) == len(examples) else Emulation(loaded, few, int8_table)
     emulated = {}
     for g in granularities:

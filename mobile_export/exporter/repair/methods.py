@@ -105,7 +105,7 @@ def fp32_fallback(
         return score[0] >= target and score[1] >= floor
 
     before = scores(())
-    few = attribution_sample(loaded.config, examples)  # the ranking needs an order, not the whole sample
+    few = attribution_sample(loaded.config, examples, len(names))  # the ranking needs an order, not the whole sample
     ranking = emulation if len(few) == len(examples) else Emulation(loaded, few, int8_table)
     _, errors = ranking.weight_errors(names, granularity)
     ranked = [e.weight for e in sorted(errors, key=lambda e: e.alone_db)]  # the costliest alone first
