@@ -91,7 +91,7 @@ def test_decoding_and_special_tokens(tokenizers_pair):
     ours, fast, _ = tokenizers_pair
     size = len(fast)
     ids = list(range(size)) + [size + 3]  # an id outside the vocabulary too
-    assert ours.convert_ids_to_tokens(ids) == [fast.convert_ids_to_tokens(i) for i in ids]
+    assert [ours.id_to_token(i) for i in ids] == [fast.convert_ids_to_tokens(i) or "" for i in ids]
     for i in range(size):
         assert ours.decode([i]) == fast.decode([i]), i
     for text in _texts()[:60]:

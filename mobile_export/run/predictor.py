@@ -105,7 +105,7 @@ class Predictor:
             logits[0],
             enc,
             self.labels,
-            self.tokenizer.convert_ids_to_tokens,
+            self.tokenizer.id_to_token,
             self.tokenizer.convert_tokens_to_string,
             self.tokenizer.unk_token_id,
         )
@@ -124,9 +124,9 @@ class Predictor:
         if not isinstance(top_k, int) or top_k < 1:
             raise BadInputError(f"top_k {top_k!r}: pass 1 or more")
         _check_text(text, "text")
-        mask = self.tokenizer.mask_token_id
-        if mask is None or self.tokenizer.mask_token not in text:
-            raise BadInputError(f"fill-mask needs a {self.tokenizer.mask_token or '[MASK]'} in the text: {text[:60]!r}")
+        mask, token = self.tokenizer.mask_token_id, self.tokenizer.mask_token
+        if mask is None or token is None or token not in text:
+            raise BadInputError(f"fill-mask needs a {token or '[MASK]'} in the text: {text[:60]!r}")
         enc, outputs = self._outputs(text)
         if self.task.kind is OutputKind.TOP_K:  # the head already chose: read its slots
             return decoding.top_k_slots(outputs[0][0], outputs[1][0], outputs[2][0], top_k, self._token)

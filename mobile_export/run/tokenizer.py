@@ -81,9 +81,10 @@ class ExportTokenizer:
     def pad_token_id(self) -> int | None:
         return self.token_id("pad")
 
-    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str | None]:
-        """Each id's token (None for an id outside the vocabulary), as transformers gives them."""
-        return [self._backend.id_to_token(int(i)) for i in ids]
+    def id_to_token(self, token_id: int) -> str:
+        """The token of ``token_id`` as transformers' ``convert_ids_to_tokens`` gives it ("" for an id outside the
+        vocabulary, where transformers gives None)."""
+        return self._backend.id_to_token(int(token_id)) or ""
 
     def convert_tokens_to_string(self, tokens: Sequence[str]) -> str:
         """``tokens`` joined by the tokenizer's decoder (with spaces where it has none)."""

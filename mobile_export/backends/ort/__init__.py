@@ -179,7 +179,7 @@ def convert(onnx_path: Path, stats: ExportStats, dest: Path, progress) -> Export
     writes both formats lowers the model once."""
     import onnxruntime as ort
 
-    stats = dict(stats)
+    stats = ExportStats(**stats)
     stats["onnx_bytes"] = sum(f.stat().st_size for f in onnx_backend.files(onnx_path))
     with progress.step("ort: convert to ORT format (ONNX Runtime)"):
         so = ort.SessionOptions()
