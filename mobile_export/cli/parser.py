@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _export_args(ex: argparse.ArgumentParser) -> None:
     from quantize.schemes import INT4_KERNELS
 
-    from ..backends.executorch.options import PTE_ENTRIES
     from ..core.choices import (
+        PTE_ENTRIES,
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
         WIDE_HIDDEN_SIZE,

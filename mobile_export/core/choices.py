@@ -42,6 +42,7 @@ class Quant(str, Enum):
 # fill-mask: candidates per [MASK] (the --head topk default, Predictor.fill_mask, `run --top-k`).
 DEFAULT_TOP_K = 5
 POOLINGS = ("cls", "mean")  # --pooling (heads.PoolingHead)
+PTE_ENTRIES = ("loop", "forward", "both")  # --pte-entry (backends.executorch.options)
 
 # int4 weights are quantized in groups of this many input values (one scale per group); a width that
 # is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that; the .pte

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 
 _LIBRARIES = (
@@ -34,6 +35,8 @@ def quiet_libraries() -> None:
     # the second: "torchvision is not installed", four lines per export)
     for name in ("torch.utils._pytree", "torch.onnx._internal.exporter._registration"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    if "transformers" not in sys.modules:  # it reads the settings above on import (a runtime-only process never does)
+        return
     try:
         from transformers.utils import logging as tf_logging
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.choices import PTE_ENTRIES
 from ...core.errors import BadInputError
 
-PTE_ENTRIES = ("loop", "forward", "both")
+__all__ = ["PTE_ENTRIES", "PteOptions"]
 
 
 @dataclass(frozen=True)
