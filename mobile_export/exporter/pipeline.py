@@ -124,7 +124,8 @@ def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:
     chosen = run.options.backends
     done: dict[Backend, Lowered] = {}
     for backend in sorted(chosen, key=lambda b: backends.get_info(b).converted_from in chosen):
-        source = done.get(backends.get_info(backend).converted_from)  # type: ignore[arg-type]
+        origin = backends.get_info(backend).converted_from
+        source = done.get(origin) if origin is not None else None
         if source is not None and run.plan(backend) == run.plan(source.backend):
             done[backend] = lowering.convert(run, backend, source)
         else:
