@@ -193,13 +193,19 @@ _QA = [("who jumps over the dog?", "the quick brown fox jumps over the lazy dog.
        ("where is the café?", "the café naïve 😀 sits by the résumé 👍🏽 shop, near Ångström street."),
        ("what is at the end?", "word " * 80 + "and the answer at the end")]
 
-# Run with the Java library's ONNX Runtime first on sys.path: mobile_export.load(FILE).answer on each pair.
+# Run with the Java library's ONNX Runtime first on sys.path: mobile_export.load(FILE).answer on each pair, its
+# session made as the app's OrtRunner makes it. On an x86 host without VNNI the two sessions differ on purpose:
+# load() rewrites every int8 weight to u8 (precision.py) while ONNX Runtime's own option, all the app can set, leaves
+# the shared layer's Loop-body weights s8, whose kernel saturates there (never on a phone's ARM64).
 _PYTHON_ANSWER = """
 import json, sys
 import onnxruntime
 from mobile_export import load
 model, pairs, out = sys.argv[1:4]
 predictor = load(model)
+options = onnxruntime.SessionOptions()
+options.add_session_config_entry("session.x64quantprecision", "1")  # as the app's OrtRunner sets it
+predictor._runner.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 rows = [predictor.answer(q, c).to_json() for q, c in json.load(open(pairs, encoding="utf-8"))]
 json.dump({"version": onnxruntime.__version__, "answers": rows}, open(out, "w"))
 """

@@ -42,7 +42,9 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
         options.setInterOpNumThreads(1);
         // On an x86-64 CPU without VNNI (the Android Studio emulator on most desktops) ONNX Runtime's
         // u8 x s8 GEMM adds pairs of products into 16 bits and saturates; this option stores the main
-        // graph's weights as u8 so the exact kernel runs. No effect on ARM64, whose kernels never saturate.
+        // graph's weights as u8 so the exact kernel runs. It cannot reach the weights an ALBERT Loop body
+        // reads from the main graph, so there the emulator's results still differ slightly from a phone's
+        // (Python's load() rewrites those itself). No effect on ARM64, whose kernels never saturate.
         options.addConfigEntry(X64_QUANT_PRECISION, "1");
         return options;
     }
