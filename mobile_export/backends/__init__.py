@@ -44,6 +44,18 @@ class BackendInfo:
     embeds: bool = True  # carries the export's assets inside itself (``exporter.embedding``)
     # converted from that format's artifact of the same plan (its package's ``convert``) when the export has one
     converted_from: Backend | None = None
+    calibrated: bool = False  # statically quantized: its lowering calibrates on text (``Plan.calibration``)
+    # int8 with embeddings: lowered from the copy whose word table is int8 per row (False: from the fp32 model;
+    # the format quantizes the table itself)
+    int8_table: bool = True
+    fixed_length: int | None = None  # one sequence length (this, or --max-seq-len when given): no dynamic shapes
+    # its runtime is too slow to run every parity text: it runs this many of each length bucket (a simulator)
+    parity_per_bucket: int | None = None
+
+    @property
+    def suffix(self) -> str:
+        """What the names of its artifacts end with (``.onnx``; ``.qnn.onnx``)."""
+        return "".join(Path(self.file_name).suffixes)
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -97,6 +109,23 @@ BACKENDS: dict[Backend, BackendInfo] = {
         embeds=False,  # converted from the .onnx before the export embeds its assets
         converted_from=Backend.ONNX,
     ),
+    Backend.QNN: BackendInfo(
+        backend=Backend.QNN,
+        file_name="model.qnn.onnx",
+        module="mobile_export.backends.qnn",
+        runtime="ONNX Runtime, QNN execution provider (Hexagon HTP)",
+        runtime_modules=("onnxruntime",),
+        quants=frozenset({Quant.INT8}),  # 8-bit weights; activations 16-bit (default) or 8-bit, --qnn-activations
+        dynamic_batch=False,
+        notes="batch 1 and one sequence length (the HTP has no dynamic shapes): the app pads every input to "
+        "--max-seq-len; static QDQ quantization calibrated on text; every node on the HTP",
+        granularity="tensor",
+        int8_mode="QNN HTP fixed point: uint8 per-channel weights, uint16 (or uint8) static activations",
+        calibrated=True,
+        fixed_length=128,
+        int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
+        parity_per_bucket=8,  # the x86 HTP simulator: about a second per text at 128 tokens
+    ),
 }
 
 
@@ -107,7 +136,7 @@ def get_info(backend: Backend) -> BackendInfo:
 
 def suffixes() -> list[str]:
     """Artifact suffixes the registry reads, e.g. ``.pte``."""
-    return [Path(info.file_name).suffix for info in BACKENDS.values()]
+    return [info.suffix for info in BACKENDS.values()]
 
 
 def suffix_list() -> str:
@@ -118,10 +147,11 @@ def suffix_list() -> str:
 
 def for_path(path: str | os.PathLike) -> Backend:
     """The backend whose artifacts have ``path``'s suffix; BadInputError naming the suffixes otherwise."""
-    suffix = Path(path).suffix
-    for backend, info in BACKENDS.items():
-        if Path(info.file_name).suffix == suffix:
-            return backend
+    name, suffix = Path(path).name, Path(path).suffix
+    # the longest suffix first: a name ending in .qnn.onnx is the NPU's, any other .onnx the CPU's
+    for info in sorted(BACKENDS.values(), key=lambda i: -len(i.suffix)):
+        if name.endswith(info.suffix) and len(name) > len(info.suffix):
+            return info.backend
     raise BadInputError(f"{Path(path).name}: mobile-export reads {suffix_list()} files; got '{suffix or 'no suffix'}'")
 
 

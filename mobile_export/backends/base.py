@@ -35,6 +35,8 @@ class Plan:
     group_size: int | None = None  # int4: input values per weight scale
     keep: tuple[str, ...] = ()  # int8 Linears left fp32 (a repair's mixed precision), by name in the model
     signature: Signature = ENCODER
+    # a statically quantized format's calibration texts as (token ids, type ids), unpadded (``BackendInfo.calibrated``)
+    calibration: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
     def dynamic_shapes(self) -> dict[str, dict[int, Any]]:
         """torch.export's dynamic shapes of the artifact's inputs."""
@@ -68,6 +70,7 @@ class ExportStats(TypedDict, total=False):
     opset: int
     onnx_bytes: int  # .ort: the intermediate .onnx's size
     format: str  # .ort: how the ORT flatbuffer was written
+    qnn: dict[str, Any]  # .qnn.onnx: the fixed length, precisions, mask and calibration (its metadata too)
 
 
 class ArtifactStats(ExportStats, total=False):

@@ -79,6 +79,7 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
 
     from ..core.choices import (
         PTE_ENTRIES,
+        QNN_ACTIVATION_BITS,
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
         WIDE_HIDDEN_SIZE,
@@ -121,6 +122,19 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         default=PTE_ENTRIES[0],
         help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
         "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
+    )
+    ex.add_argument(
+        "--qnn-activations",
+        type=int,
+        choices=QNN_ACTIVATION_BITS,
+        default=QNN_ACTIVATION_BITS[0],
+        help="the NPU file's (--backend qnn) activation bits: 16 (w8a16, default) or 8 (w8a8)",
+    )
+    ex.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="the NPU file's (--backend qnn) calibration texts, one per line (label<TAB>text too); default: the "
+        "demo corpus' training split. Texts the parity check judges are left out",
     )
     ex.add_argument(
         "--repair",

@@ -11,6 +11,7 @@ class Backend(str, Enum):
     EXECUTORCH = "executorch"  # .pte, XNNPACK delegate
     ONNX = "onnx"  # .onnx, ONNX Runtime
     ORT = "ort"  # .ort, ONNX Runtime (Mobile) flatbuffer format
+    QNN = "qnn"  # .qnn.onnx, ONNX Runtime's QNN execution provider on a Snapdragon's Hexagon NPU (HTP)
 
     def __str__(self) -> str:
         return self.value
@@ -43,6 +44,7 @@ class Quant(str, Enum):
 DEFAULT_TOP_K = 5
 POOLINGS = ("cls", "mean")  # --pooling (heads.PoolingHead)
 PTE_ENTRIES = ("loop", "forward", "both")  # --pte-entry (backends.executorch.options)
+QNN_ACTIVATION_BITS = (16, 8)  # --qnn-activations (backends.qnn.options): the NPU's activation precision
 
 # int4 weights are quantized in groups of this many input values (one scale per group); a width that
 # is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that; the .pte

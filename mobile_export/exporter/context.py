@@ -80,6 +80,22 @@ class ExportRun:
         return ParitySource.build(self.loaded.tokenizer, self.data, self.max_len)
 
     @cached_property
+    def calibration_texts(self) -> list[str]:
+        """The texts a statically quantized format calibrates on (``calibration.calibration_texts``)."""
+        from .calibration import calibration_texts
+
+        source = self.parity_source()
+        return calibration_texts(self.options.calibration, (*source.before, *source.after), self.data)
+
+    def calibration(self, length: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """(ids, type ids) of ``calibration_texts``, each cut to ``length`` tokens as the tokenizer truncates."""
+        examples = tokenize(self.loaded.tokenizer, self.calibration_texts, length)
+        return tuple(
+            (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist()))
+            for ex in examples
+        )
+
+    @cached_property
     def sample(self) -> list[Example]:
         """The parity texts the diagnosis and the repairs look at: the first non-empty ones, at most
         ``SAMPLE_LENGTH`` tokens each (one padded batch of them must stay small beside a 30,000-word head)."""
@@ -94,13 +110,17 @@ class ExportRun:
     def plan(self, backend: Backend, keep: tuple[str, ...] = ()) -> Plan:
         """What ``backend`` lowers: this export's precision and inputs, and the format's own options; ``keep``:
         int8 Linears left fp32 (a repair's mixed precision)."""
+        info = backends.get_info(backend)
+        fixed = info.fixed_length if self.options.max_seq_len is None else None
+        max_len = min(self.max_len, fixed) if fixed else self.max_len
         return Plan(
             quant=self.options.quant,
-            max_len=self.max_len,
+            max_len=max_len,
             vocab_size=int(self.loaded.config.vocab_size),
             dynamic_batch=backends.get_info(backend).dynamic_batch,
             options=self.options.format_options(backend),
             group_size=self.int4_group_size,
             keep=keep,
             signature=self.loaded.family.signature,
+            calibration=self.calibration(max_len) if info.calibrated else (),
         )

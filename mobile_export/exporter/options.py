@@ -43,6 +43,10 @@ class ExportOptions:
             model's width (``int4_group_size_for``).
         int4_kernel: the .onnx's and .ort's own option (``backends.onnx.options.OnnxOptions``).
         pte_entry: the .pte's own option (``backends.executorch.options.PteOptions``).
+        qnn_activations: the NPU file's own option (``backends.qnn.options.QnnOptions``): 16 (default) or 8-bit
+            activations.
+        calibration: the NPU file's own option: a text file (one text per line, or ``label<TAB>text``) its static
+            quantization calibrates on; None: the demo corpus' training split (never the parity texts).
         repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
             and keeps the first that passes; ``off`` refuses; ``smooth`` tries only the exact rescaling.
         head: fill-mask only: ``full`` (default, the model's own head: every position's vocabulary
@@ -65,6 +69,8 @@ class ExportOptions:
     int4_group_size: int | None = None
     int4_kernel: str = "nbits"
     pte_entry: str = "loop"
+    qnn_activations: int = 16
+    calibration: str | None = None
     repair: Repair = Repair.AUTO
     head: str | None = None
     pooling: str | None = None
@@ -109,7 +115,7 @@ def _check_format_options(options: ExportOptions) -> None:
     for name, readers in owners.items():
         value = getattr(options, name)
         if value != defaults[name] and not set(readers) & set(options.backends):
-            files = " / ".join(Path(backends.get_info(b).file_name).suffix for b in readers)
+            files = " / ".join(backends.get_info(b).suffix for b in readers)
             raise BadInputError(
                 f"--{name.replace('_', '-')} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
             )
@@ -127,7 +133,7 @@ def _check_group_multiple(group_size: int, chosen: tuple[Backend, ...]) -> None:
                 if Quant.INT4 in i.quants and not group_size % i.int4_group_multiple
             ]
             alone = f", or --backend {' / '.join(others)} alone" if others else ""
-            suffix = Path(info.file_name).suffix
+            suffix = info.suffix
             raise BadInputError(
                 f"--group-size {group_size}: the {suffix} ({info.runtime}) takes groups of a multiple of "
                 f"{info.int4_group_multiple}; pass --group-size {', '.join(map(str, fits))}{alone}"

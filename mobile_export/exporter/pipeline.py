@@ -24,6 +24,7 @@ from .check import check_lowered
 from .context import ExportRun
 from .embedding import embed_assets
 from . import lowering
+from ..model.reference import ExportWrapper
 from .lowering import Lowered, export_module
 from .options import ExportOptions
 from .outputs import (
@@ -124,10 +125,12 @@ def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:
     chosen = run.options.backends
     done: dict[Backend, Lowered] = {}
     for backend in sorted(chosen, key=lambda b: backends.get_info(b).converted_from in chosen):
-        origin = backends.get_info(backend).converted_from
-        source = done.get(origin) if origin is not None else None
+        info = backends.get_info(backend)
+        source = done.get(info.converted_from) if info.converted_from is not None else None
         if source is not None and run.plan(backend) == run.plan(source.backend):
             done[backend] = lowering.convert(run, backend, source)
+        elif replaced and not info.int8_table:
+            done[backend] = lowering.lower(run, backend, ExportWrapper(run.loaded.model, run.loaded.task).eval())
         else:
             done[backend] = lowering.lower(run, backend, wrapper)
     return [done[b] for b in chosen], replaced

@@ -14,10 +14,10 @@ from ..core.tasks import OutputKind, TaskSpec
 from ..core.text import sanitize
 
 
-def additive_mask(keep: torch.Tensor) -> torch.Tensor:
+def additive_mask(keep: torch.Tensor, masked: float | None = None) -> torch.Tensor:
     """The additive attention mask of a 0/1 ``keep`` mask (already broadcast to the layout a layer reads):
-    0 where attended, the most negative float32 where padded."""
-    return (1.0 - keep.to(torch.float32)) * torch.finfo(torch.float32).min
+    0 where attended, ``masked`` (default: the most negative float32) where padded."""
+    return (1.0 - keep.to(torch.float32)) * (torch.finfo(torch.float32).min if masked is None else masked)
 
 
 class ExportWrapper(torch.nn.Module):
@@ -25,17 +25,19 @@ class ExportWrapper(torch.nn.Module):
 
     ``token_type_ids`` reaches a model whose family takes it (every one but DistilBERT). The additive attention
     mask is built here, as a 4D float tensor that transformers passes through untouched: transformers 5's own
-    mask construction breaks under PT2E prepare_pt2e.
+    mask construction breaks under PT2E prepare_pt2e. ``masked``: the value added where padded (default the
+    most negative float32; a fixed-point target needs one its activation range can hold next to real scores).
     """
 
-    def __init__(self, model: torch.nn.Module, task: TaskSpec) -> None:
+    def __init__(self, model: torch.nn.Module, task: TaskSpec, masked: float | None = None) -> None:
         super().__init__()
         self.model = model
         self.output_names = task.outputs
         self.types = "token_type_ids" in inspect.signature(model.forward).parameters
+        self.masked = masked
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
-        additive = additive_mask(attention_mask[:, None, None, :])
+        additive = additive_mask(attention_mask[:, None, None, :], self.masked)
         extra = {"token_type_ids": token_type_ids} if self.types else {}
         out = self.model(input_ids=input_ids, attention_mask=additive, **extra)
         return tuple(out[name] for name in self.output_names)

@@ -206,4 +206,4 @@ def _json_of(files: dict[str, bytes], name: str, where: Path) -> Any:
 
 def _embedding_suffixes() -> list[str]:
     """The suffixes of the formats whose files carry their assets."""
-    return [Path(info.file_name).suffix for info in backends.BACKENDS.values() if info.embeds]
+    return [info.suffix for info in backends.BACKENDS.values() if info.embeds]

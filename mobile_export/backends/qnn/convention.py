@@ -1,0 +1,29 @@
+"""How an app loads and calls the NPU file, recorded in the manifest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.signature import INPUT_NAMES
+from ..base import ExportStats
+from .htp import HTP_ARCH, SOC, SOC_MODEL
+
+
+def usage(stats: ExportStats) -> dict[str, Any]:
+    """How an app loads and calls this export's .qnn.onnx (recorded in manifest.json)."""
+    qnn = stats.get("qnn", {})
+    length = qnn.get("sequence_length")
+    return {
+        "load": "ONNX Runtime with the QNN execution provider and the HTP backend (Android: SessionOptions.addQnn "
+        "with backend_path libQnnHtp.so); where a phone has no HTP, the CPU model.onnx instead",
+        "calling_convention": {
+            "name": "fixed-length/1",
+            "inputs": stats.get("inputs", list(INPUT_NAMES)),
+            "shape": [1, length],
+            "loop": f"right-pad every input to {length} tokens (id 0, attention_mask 0); read the first n "
+            f"positions of per-token outputs ({', '.join(qnn.get('per_token_outputs', [])) or 'none'})",
+        },
+        "provider_options": {"backend_path": "libQnnHtp.so", "soc_model": SOC_MODEL, "htp_arch": HTP_ARCH},
+        "session_config": {"session.disable_cpu_ep_fallback": "1"},
+        "checked_on": f"QNN HTP simulator as {SOC} (soc_model {SOC_MODEL}, v{HTP_ARCH})",
+    }

@@ -1,0 +1,69 @@
+"""ONNX Runtime sessions on Qualcomm's HTP (the Hexagon NPU) through the QNN execution provider plugin: on a
+Snapdragon phone the NPU, here the x86-64 HTP backend of the QNN SDK, which simulates its fixed-point
+arithmetic. CPU fallback is disabled, so a session that loads runs every node on the HTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+EP_NAME = "QNNExecutionProvider"
+# The SoC the simulator is configured as (QNN's soc_model id and HTP architecture): Snapdragon 8 Gen 3
+# (SM8650, Hexagon v75). Without a SoC model QNN's graph finalize fails (error 1002).
+SOC = "SM8650"
+SOC_MODEL = "57"
+HTP_ARCH = "75"
+MASKED = -1.0e4  # the additive attention mask a 16-bit activation range holds next to real scores (DESIGN.md)
+
+_registered: list[bool] = []
+
+
+def _devices(ort: Any) -> list:
+    import onnxruntime_qnn
+
+    if not _registered:
+        try:
+            ort.register_execution_provider_library(EP_NAME, onnxruntime_qnn.get_library_path())
+        except Exception as exc:  # registered already by someone else in this process
+            if "already" not in str(exc).lower():
+                raise
+        _registered.append(True)
+    return [d for d in ort.get_ep_devices() if d.ep_name == EP_NAME]
+
+
+def available() -> bool:
+    """Whether the QNN execution provider (the ``[qnn]`` extra, onnxruntime-qnn) is installed here."""
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime_qnn") is not None
+
+
+def session(path: Path):
+    """An ONNX Runtime session of the QDQ model at ``path`` with every node on the HTP (no CPU fallback)."""
+    import onnxruntime as ort
+    import onnxruntime_qnn
+
+    ort.set_default_logger_severity(3)  # the provider's capability notes go to the process' default logger
+    devices = _devices(ort)
+    if not devices:
+        raise RuntimeError("ONNX Runtime lists no QNN device; reinstall the [qnn] extra (onnxruntime-qnn)")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    options.add_provider_for_devices(
+        devices,
+        {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), "soc_model": SOC_MODEL, "htp_arch": HTP_ARCH},
+    )
+    return ort.InferenceSession(str(path), sess_options=options)
+
+
+def version() -> str:
+    """onnxruntime-qnn's version and the QNN SDK it carries."""
+    import onnxruntime
+    import onnxruntime_qnn
+
+    sdk = getattr(onnxruntime_qnn, "build_and_package_info", None)
+    qnn = getattr(sdk, "qnn_version", None) if sdk is not None else None
+    return f"onnxruntime {onnxruntime.__version__}, onnxruntime-qnn {onnxruntime_qnn.__version__}" + (
+        f" (QNN SDK {qnn})" if qnn else ""
+    )

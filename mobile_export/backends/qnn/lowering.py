@@ -1,0 +1,123 @@
+"""The NPU file: the model at one fixed sequence length, its attention mask bounded, through the torch exporter,
+its weights deduplicated, then statically quantized by ONNX Runtime's QNN recipe (QDQ, uint8 per-channel weights,
+uint16 or uint8 activations) with ranges calibrated on text."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..base import ExportStats, Plan
+from .htp import MASKED
+
+if TYPE_CHECKING:
+    import torch
+
+META_KEY = "mobile_export.qnn"  # model metadata: the fixed length, the precisions, the outputs per token
+
+
+def _per_token_outputs(module: torch.nn.Module, plan: Plan) -> list[bool]:
+    """For each output, whether its second dimension is the sequence (it follows the input's length)."""
+    import torch
+
+    from ...model.reference import example_inputs
+
+    shapes = []
+    for length in (plan.max_len, plan.max_len - 1):
+        with torch.no_grad():
+            outs = module(*example_inputs(1, length, plan.vocab_size)[: len(plan.signature.inputs)])
+        shapes.append([tuple(o.shape) for o in outs])
+    return [len(a) > 1 and a[1] == plan.max_len and b[1] == plan.max_len - 1 for a, b in zip(*shapes)]
+
+
+def padded(ids: tuple[int, ...], types: tuple[int, ...], length: int, inputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """One text's feeds right-padded to ``length`` (pad id 0, mask 0), as the app feeds the NPU file."""
+    n = len(ids)
+    feeds = {
+        "input_ids": np.zeros((1, length), np.int64),
+        "attention_mask": np.zeros((1, length), np.int64),
+        "token_type_ids": np.zeros((1, length), np.int64),
+    }
+    feeds["input_ids"][0, :n], feeds["attention_mask"][0, :n], feeds["token_type_ids"][0, :n] = ids, 1, types
+    return {k: v for k, v in feeds.items() if k in inputs}
+
+
+class _Calibration:
+    """ONNX Runtime's CalibrationDataReader over the plan's calibration texts."""
+
+    def __init__(self, plan: Plan) -> None:
+        inputs = plan.signature.inputs
+        self.rows = iter([padded(ids, types, plan.max_len, inputs) for ids, types in plan.calibration])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.rows, None)
+
+
+def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
+    """Write ``wrapper`` to ``dest`` as a QDQ model for the HTP at ``plan.max_len`` tokens (batch 1)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
+
+    from quantize.onnx_dynamic import dedupe_initializers
+
+    from ...model.reference import example_inputs
+    from ...model.stages import with_inputs
+    from ..onnx.lowering import OPSET, _exported
+
+    if not plan.calibration:
+        raise ValueError("the NPU file needs calibration texts (Plan.calibration)")
+    bits = plan.options.qnn_activations
+    bounded = copy.copy(wrapper)  # the same modules, a mask the fixed-point range can hold
+    setattr(bounded, "masked", MASKED)
+    module = with_inputs(bounded, plan.signature.inputs)
+    inputs, outputs = list(plan.signature.inputs), list(getattr(wrapper, "output_names"))
+    fp32, pre = dest.with_name(dest.name + ".fp32.tmp"), dest.with_name(dest.name + ".pre.tmp")
+    try:
+        with progress.step(f"qnn: torch.onnx.export at {plan.max_len} tokens (fixed), mask {MASKED:g}"):
+            example = example_inputs(1, plan.max_len, plan.vocab_size)[: len(inputs)]
+            model: Any = _exported(module, example, None, inputs, outputs).model_proto
+            deduplicated = dedupe_initializers(model)  # one weight per shared layer, no per-layer Transpose
+            onnx.save(model, str(fp32))
+            per_token = _per_token_outputs(module, plan)
+        act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
+        with progress.step(f"qnn: static w8a{bits} quantization on {len(plan.calibration)} texts (ONNX Runtime)"):
+            source = pre if qnn_preprocess_model(str(fp32), str(pre)) else fp32
+            config = get_qnn_qdq_config(
+                str(source), _Calibration(plan), activation_type=act, weight_type=QuantType.QUInt8, per_channel=True
+            )
+            quantize(str(source), str(dest), config)
+    finally:
+        for f in (fp32, pre):
+            if f.exists():
+                os.unlink(f)
+    model = onnx.load(str(dest))
+    facts = {
+        "sequence_length": plan.max_len,
+        "activations": f"uint{bits}",
+        "weights": "uint8 per channel",
+        "mask": MASKED,
+        "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
+        "calibration_texts": len(plan.calibration),
+    }
+    entry = model.metadata_props.add()
+    entry.key, entry.value = META_KEY, json.dumps(facts)
+    tmp = dest.with_name(dest.name + ".tmp")
+    onnx.save(model, str(tmp))
+    os.replace(tmp, dest)
+    onnx.checker.check_model(str(dest), full_check=True)
+    return {"deduplicated": deduplicated, "opset": OPSET, "qnn": facts}
+
+
+def facts(model: Any) -> dict[str, Any]:
+    """What the export recorded in a QDQ model's metadata (``META_KEY``), {} when absent."""
+    for p in model.metadata_props:
+        if p.key == META_KEY:
+            return json.loads(p.value)
+    return {}
+

@@ -1,0 +1,44 @@
+"""The NPU file run on the HTP: each text padded to the file's fixed length, its per-token outputs cut back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...core.errors import BadInputError
+from . import htp
+
+
+class Runner:
+    """A .qnn.onnx in an ONNX Runtime session on the HTP (every node; the simulator on x86-64). ``threads``:
+    unused, the HTP schedules itself."""
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        import onnx
+
+        from .lowering import facts
+
+        self.session = htp.session(Path(path))
+        recorded = facts(onnx.load(str(path), load_external_data=False))
+        self.length = int(recorded["sequence_length"])
+        names = [o.name for o in self.session.get_outputs()]
+        self.per_token = [n in recorded.get("per_token_outputs", ()) for n in names]
+        self.input_names = [i.name for i in self.session.get_inputs()]
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The outputs for one text (batch 1) of at most the file's length, as an unpadded run gives them."""
+        ids = np.asarray(feeds["input_ids"])
+        n = ids.shape[1]
+        if ids.shape[0] != 1 or n > self.length:
+            raise BadInputError(
+                f"the NPU file takes one text of at most {self.length} tokens, got {ids.shape[0]} x {n}; "
+                "export with a larger --max-seq-len"
+            )
+        padded = {}
+        for name in self.input_names:
+            row = np.zeros((1, self.length), np.int64)
+            row[:, :n] = feeds[name]
+            padded[name] = row
+        outs = self.session.run(None, padded)
+        return [o[:, :n] if token else o for o, token in zip(outs, self.per_token)]

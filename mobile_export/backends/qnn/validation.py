@@ -1,0 +1,24 @@
+"""Whether a user's .qnn.onnx is an NPU file this tool wrote, before any runtime reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.errors import ArtifactLoadError
+from ..onnx.validation import check as check_onnx
+
+
+def check(path: Path, shown: str) -> None:
+    """An .onnx export's checks (structure, tensors, interface), then the fixed length the export records."""
+    import onnx
+
+    from .lowering import facts
+
+    check_onnx(path, shown)
+    recorded = facts(onnx.load(str(path), load_external_data=False))
+    length = recorded.get("sequence_length")
+    if not isinstance(length, int) or length < 2:
+        raise ArtifactLoadError(
+            f"{shown} records no fixed sequence length (it is not an NPU file of mobile-export); "
+            "export it again with --backend qnn"
+        )
