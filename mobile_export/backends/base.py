@@ -35,6 +35,7 @@ class Plan:
     group_size: int | None = None  # int4: input values per weight scale
     keep: tuple[str, ...] = ()  # int8 Linears left fp32 (a repair's mixed precision), by name in the model
     signature: Signature = ENCODER
+    int8_table: bool = False  # int8 with embeddings: the word table stored at 8 bits too (``--keep-fp32-embeddings``)
     # a statically quantized format's calibration texts as (token ids, type ids), unpadded (``BackendInfo.calibrated``)
     calibration: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 

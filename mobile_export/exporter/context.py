@@ -122,5 +122,6 @@ class ExportRun:
             group_size=self.int4_group_size,
             keep=keep,
             signature=self.loaded.family.signature,
+            int8_table=self.options.quant is Quant.INT8 and self.options.quantize_embeddings,
             calibration=self.calibration(max_len) if info.calibrated else (),
         )

@@ -60,8 +60,21 @@ def _stored(path: Path) -> list[tuple[str, bytes]]:
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:
-    """The stored tensors (weights, scales, zero points above 16 bytes); no delegate graphs."""
-    return [b for _, b in _stored(path) if len(b) > 16], 0
+    """The stored weight matrices and tables (what a MatMul, Gemm or Gather reads through a DequantizeLinear, or
+    directly); biases, scales and zero points are the file's other bytes. No delegate graphs."""
+    from onnx import numpy_helper
+
+    graph = _model(path).graph
+    inits = {i.name: i for i in graph.initializer}
+    source = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "DequantizeLinear" and n.input[0] in inits}
+    weights = set()
+    for node in graph.node:
+        slot = 0 if node.op_type == "Gather" else 1 if node.op_type in _WEIGHT_OPS else None
+        if slot is not None and len(node.input) > slot:
+            name = source.get(node.input[slot], node.input[slot])
+            if name in inits:
+                weights.add(name)
+    return [numpy_helper.to_array(inits[n]).tobytes() for n in sorted(weights)], 0
 
 
 def memory_sharing(path: Path) -> tuple[bool, str]:

@@ -47,6 +47,15 @@ def padded(ids: tuple[int, ...], types: tuple[int, ...], length: int, inputs: tu
     return {k: v for k, v in feeds.items() if k in inputs}
 
 
+def _word_table(model: Any) -> str | None:
+    """The initializer the Gather of ``input_ids`` reads (the word-embedding table), None without one."""
+    inits = {i.name for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Gather" and node.input[1] == "input_ids" and node.input[0] in inits:
+            return node.input[0]
+    return None
+
+
 class _Calibration:
     """ONNX Runtime's CalibrationDataReader over the plan's calibration texts."""
 
@@ -86,10 +95,20 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             onnx.save(model, str(fp32))
             per_token = _per_token_outputs(module, plan)
         act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
+        # the word table at 8 bits, one scale (the HTP's Gather takes no per-row scales), as the CPU files store
+        # it at 8 bits; else at the activations' precision (QNN's default: the table is the Gather's data)
+        table = _word_table(model) if plan.int8_table else None
+        overrides = {table: [{"quant_type": QuantType.QUInt8}]} if table else None
+        table_bits = 8 if table else bits
         with progress.step(f"qnn: static w8a{bits} quantization on {len(plan.calibration)} texts (ONNX Runtime)"):
             source = pre if qnn_preprocess_model(str(fp32), str(pre)) else fp32
             config = get_qnn_qdq_config(
-                str(source), _Calibration(plan), activation_type=act, weight_type=QuantType.QUInt8, per_channel=True
+                str(source),
+                _Calibration(plan),
+                activation_type=act,
+                weight_type=QuantType.QUInt8,
+                per_channel=True,
+                init_overrides=overrides,
             )
             quantize(str(source), str(dest), config)
     finally:
@@ -101,6 +120,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "sequence_length": plan.max_len,
         "activations": f"uint{bits}",
         "weights": "uint8 per channel",
+        "word_table": f"uint{table_bits} per tensor",
         "mask": MASKED,
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "calibration_texts": len(plan.calibration),
