@@ -33,9 +33,10 @@ class Predictor:
         self.task = folder.task
         self.labels = folder.labels
         self.tokenizer = folder.tokenizer
-        self.max_length = folder.max_length
         self.path = folder.artifact_path(artifact)
         self._runner = backends.load(artifact.backend).Runner(self.path, threads=threads)
+        # an artifact of one fixed length (the NPU file) takes at most that many tokens: texts are cut there
+        self.max_length = min(folder.max_length, getattr(self._runner, "length", folder.max_length))
 
     @property
     def backend(self) -> Backend:

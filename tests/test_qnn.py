@@ -1,0 +1,133 @@
+"""The phone's NPU (Qualcomm Hexagon HTP) through ONNX Runtime's QNN execution provider: the fixed-length QDQ file,
+checked on Qualcomm's HTP simulator with CPU fallback disabled (a session that loads runs every node on the HTP)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from mobile_export import Backend, ExportOptions, Thresholds, backends
+from mobile_export.backends.qnn import htp
+from mobile_export.backends.qnn.lowering import facts
+from mobile_export.cli.main import main
+from mobile_export.core.errors import BadInputError
+from mobile_export.exporter.calibration import calibration_texts
+
+QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False)
+
+
+def _export(tiny_checkpoint, shared_export, **options):
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    opts = ExportOptions(**{**QNN.__dict__, **options})
+    return ckpt, shared_export(ckpt, opts)
+
+
+def test_qnn_file_runs_every_node_on_the_htp_and_keeps_the_shared_layer_once(tiny_checkpoint, shared_export):
+    ckpt, result = _export(tiny_checkpoint, shared_export)
+    [art] = result.artifacts
+    assert art.parity.passed, art.parity.failures
+    path = result.out / "model.qnn.onnx"
+    model = onnx.load(str(path))
+    recorded = facts(model)
+    assert recorded["sequence_length"] == 128 and recorded["activations"] == "uint16"  # the default fixed length
+    assert recorded["word_table"] == "uint8 per tensor" and recorded["mask"] == -1e4
+    assert recorded["calibration_texts"] == 64
+    for value in model.graph.input:  # one fixed shape: [1, 128]
+        assert [d.dim_value for d in value.type.tensor_type.shape.dim] == [1, 128]
+    htp.session(path)  # CPU fallback disabled: any node left off the HTP fails the session here
+    cov = art.parity.coverage
+    assert cov.fp32_weight_matmuls == 0 and cov.quantized_weight_matmuls >= 6
+    inits = [numpy_helper.to_array(t) for t in model.graph.initializer]
+    assert not [a for a in inits if a.dtype == np.float32 and a.ndim == 2]  # no float weight matrix left
+    size = result.report["artifacts"][0]["size"]
+    assert size["sharing_preserved"] and size["duplicate_blob_bytes"] == 0, size["sharing_verdict"]
+    # the simulator runs a sample: every length bucket, at most 8 texts each, none longer than the file's length
+    assert art.parity.n_examples < result.report["parity_data"]["examples"]
+    manifest = json.loads((result.out / "manifest.json").read_text())
+    [entry] = [a for a in manifest["artifacts"] if a["backend"] == "qnn"]
+    assert entry["calling_convention"]["shape"] == [1, 128]
+
+
+def test_parity_command_passes_the_qnn_file_and_refuses_it_with_a_scaled_weight(
+    tiny_checkpoint, shared_export, tmp_path, capsys
+):
+    """The gate both ways on the HTP: the export's file passes `parity`; with one weight's scale multiplied by 4 it
+    fails (exit 3)."""
+    ckpt, result = _export(tiny_checkpoint, shared_export)
+    good = result.out / "model.qnn.onnx"
+    assert main(["parity", str(ckpt), str(good), "--quiet"]) == 0
+    model = onnx.load(str(good))
+    inits = {t.name: t for t in model.graph.initializer}
+    dq = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in inits
+              and inits[n.input[0]].data_type == onnx.TensorProto.UINT8 and len(inits[n.input[0]].dims) == 2
+              and len(inits[n.input[1]].dims) == 1)  # a weight matrix with per-channel scales
+    scale = numpy_helper.to_array(inits[dq.input[1]]) * 4
+    inits[dq.input[1]].CopyFrom(numpy_helper.from_array(scale.astype(np.float32), dq.input[1]))
+    (tmp_path / "bad").mkdir()
+    bad = tmp_path / "bad" / "model.qnn.onnx"
+    onnx.save(model, str(bad))
+    capsys.readouterr()
+    assert main(["parity", str(ckpt), str(bad), "--quiet"]) == 2  # its carried identity names the change first
+    assert "changed or corrupted after export" in capsys.readouterr().err
+    assert main(["parity", str(ckpt), str(bad), "--quiet", "--ignore-manifest"]) == 3  # ... and the HTP's gate
+
+
+@pytest.mark.full
+def test_w8a8_runs_on_the_htp(tiny_checkpoint, shared_export):
+    """--qnn-activations 8: 8-bit activations everywhere, still every node on the HTP (its accuracy: BENCHMARKS.md)."""
+    _, result = _export(tiny_checkpoint, shared_export, qnn_activations=8,
+                        thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0))
+    path = result.out / "model.qnn.onnx"
+    model = onnx.load(str(path))
+    assert facts(model)["activations"] == "uint8"
+    zero_points = [numpy_helper.to_array(t) for t in model.graph.initializer if t.name.endswith("_zero_point")]
+    assert zero_points and not [z for z in zero_points if z.dtype == np.uint16]  # no 16-bit tensor anywhere
+    htp.session(path)
+
+
+def test_the_runner_pads_to_the_fixed_length_and_refuses_a_longer_text(tiny_checkpoint, shared_export):
+    _, result = _export(tiny_checkpoint, shared_export)
+    runner = backends.load(Backend.QNN).Runner(result.out / "model.qnn.onnx")
+    short = {k: np.ones((1, 5), np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+    [logits] = runner.run(short)
+    assert logits.shape == (1, 3)  # the tiny classifier's labels
+    long = {k: np.ones((1, 129), np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+    with pytest.raises(BadInputError, match="at most 128 tokens"):
+        runner.run(long)
+
+
+def test_calibration_leaves_out_the_parity_texts(tmp_path):
+    f = tmp_path / "calib.txt"
+    f.write_text("positive\tone\ntwo\n\nthree\nfour\nfive\nsix\nseven\n", encoding="utf-8")
+    # the texts the parity check judges are left out; short prefixes of the first join them (1, 2, 4, 8 chars)
+    assert calibration_texts(str(f), ["two"], None, count=6) == ["one", "three", "o", "th"]
+    with pytest.raises(BadInputError, match="no text left"):
+        calibration_texts(str(f), ["one", "two", "three", "four", "five", "six", "seven"], None)
+    with pytest.raises(BadInputError, match="cannot read --calibration"):
+        calibration_texts(str(tmp_path / "missing.txt"), [], None)
+    demo = calibration_texts(None, [], None, count=3)  # the demo corpus' training split
+    assert len(demo) == 3 and all(demo)
+
+
+def test_the_npu_suffix_names_its_format():
+    assert backends.for_path("x/model.qnn.onnx") is Backend.QNN
+    assert backends.for_path("x/model.onnx") is Backend.ONNX
+    assert ".qnn.onnx" in backends.suffix_list()
+
+
+def test_qnn_options_are_refused_without_the_qnn_backend(tiny_checkpoint, tmp_path, capsys):
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "onnx", "--calibration", "x.txt"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--calibration x.txt shapes the .qnn.onnx; add --backend qnn" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--qnn-activations", "4"])
+    assert exc.value.code == 2
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "p"), "--backend", "qnn", "--calibration",
+                 str(tmp_path / "missing.txt"), "--no-memory"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot read --calibration" in err and not (tmp_path / "p").exists()
