@@ -91,8 +91,7 @@ class ExportRun:
         """(ids, type ids) of ``calibration_texts``, each cut to ``length`` tokens as the tokenizer truncates."""
         examples = tokenize(self.loaded.tokenizer, self.calibration_texts, length)
         return tuple(
-            (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist()))
-            for ex in examples
+            (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist())) for ex in examples
         )
 
     @cached_property

@@ -8,7 +8,6 @@ built from these fields by name (``format_options``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from .. import backends

@@ -140,4 +140,3 @@ def facts(model: Any) -> dict[str, Any]:
         if p.key == META_KEY:
             return json.loads(p.value)
     return {}
-
