@@ -131,3 +131,11 @@ def test_qnn_options_are_refused_without_the_qnn_backend(tiny_checkpoint, tmp_pa
                  str(tmp_path / "missing.txt"), "--no-memory"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot read --calibration" in err and not (tmp_path / "p").exists()
+
+
+def test_a_family_the_npu_file_does_not_take_is_refused_by_name(tiny_checkpoint, tmp_path, capsys):
+    ckpt = tiny_checkpoint("token-classification", "wordpiece", family="electra")
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--no-memory"])
+    err = capsys.readouterr().err
+    assert code == 2 and "backend qnn does not take electra models yet" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

@@ -56,6 +56,8 @@ class ExportRun:
         with progress.step("loading checkpoint"):
             loaded = load_checkpoint(source, options.task)
             loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
+        for b in options.backends:
+            backends.check_family(b, loaded.family.name)
         data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
         for note in loaded.notes:
             progress.say(f"note: {note}")
