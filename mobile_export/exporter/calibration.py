@@ -32,7 +32,7 @@ def _file_texts(path: Path) -> Iterator[str]:
 
 
 def _demo_training_texts() -> Iterator[str]:
-    from ..demo.data import load_reviews
+    from ..parity.corpus import load_reviews
 
     yield from (text for text, _ in load_reviews()["train"])
 
