@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -42,6 +42,7 @@ class ExportRun:
     max_len: int
     staging: Path
     made: list[Path]  # the folders of ``out`` this export made (removed again if it fails and leaves them empty)
+    calibrated: dict[int, tuple] = field(default_factory=dict)  # ``calibration`` by length
 
     @classmethod
     def start(cls, source: str | os.PathLike, out: Path, options: ExportOptions, progress: Progress) -> ExportRun:
@@ -90,11 +91,15 @@ class ExportRun:
         return calibration_texts(self.options.calibration, (*source.before, *source.after), self.data)
 
     def calibration(self, length: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-        """(ids, type ids) of ``calibration_texts``, each cut to ``length`` tokens as the tokenizer truncates."""
-        examples = tokenize(self.loaded.tokenizer, self.calibration_texts, length)
-        return tuple(
-            (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist())) for ex in examples
-        )
+        """(ids, type ids) of ``calibration_texts``, each cut to ``length`` tokens as the tokenizer truncates;
+        tokenized once per length (``plan`` is asked again by the conversion check and the repairs)."""
+        if length not in self.calibrated:
+            examples = tokenize(self.loaded.tokenizer, self.calibration_texts, length)
+            self.calibrated[length] = tuple(
+                (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist()))
+                for ex in examples
+            )
+        return self.calibrated[length]
 
     @cached_property
     def sample(self) -> list[Example]:
@@ -118,7 +123,7 @@ class ExportRun:
             quant=self.options.quant,
             max_len=max_len,
             vocab_size=int(self.loaded.config.vocab_size),
-            dynamic_batch=backends.get_info(backend).dynamic_batch,
+            dynamic_batch=info.dynamic_batch,
             options=self.options.format_options(backend),
             group_size=self.int4_group_size,
             keep=keep,

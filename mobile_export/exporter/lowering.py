@@ -36,11 +36,16 @@ class Lowered:
     seconds: float
 
 
+def plain_module(loaded: LoadedModel) -> torch.nn.Module:
+    """The model itself as an export takes it (its float word table; a format that quantizes the table itself)."""
+    return ExportWrapper(loaded.model, loaded.task).eval()
+
+
 def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn.Module, list[str]]:
     """The module to export: the model itself, or (int8 with embeddings) a copy with an int8 word table; and the
     tables replaced."""
     if options.quant is not Quant.INT8 or not options.quantize_embeddings:
-        return ExportWrapper(loaded.model, loaded.task).eval(), []
+        return plain_module(loaded), []
     from quantize.embedding import quantize_embeddings
 
     model = copy.deepcopy(loaded.model)

@@ -24,8 +24,7 @@ from .check import check_lowered
 from .context import ExportRun
 from .embedding import embed_assets
 from . import lowering
-from ..model.reference import ExportWrapper
-from .lowering import Lowered, export_module
+from .lowering import Lowered, export_module, plain_module
 from .options import ExportOptions
 from .outputs import (
     measure_sizes,
@@ -130,7 +129,7 @@ def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:
         if source is not None and run.plan(backend) == run.plan(source.backend):
             done[backend] = lowering.convert(run, backend, source)
         elif replaced and not info.int8_table:
-            done[backend] = lowering.lower(run, backend, ExportWrapper(run.loaded.model, run.loaded.task).eval())
+            done[backend] = lowering.lower(run, backend, plain_module(run.loaded))
         else:
             done[backend] = lowering.lower(run, backend, wrapper)
     return [done[b] for b in chosen], replaced

@@ -35,18 +35,6 @@ def _per_token_outputs(module: torch.nn.Module, plan: Plan) -> list[bool]:
     return [len(a) > 1 and a[1] == plan.max_len and b[1] == plan.max_len - 1 for a, b in zip(*shapes)]
 
 
-def padded(ids: tuple[int, ...], types: tuple[int, ...], length: int, inputs: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """One text's feeds right-padded to ``length`` (pad id 0, mask 0), as the app feeds the NPU file."""
-    n = len(ids)
-    feeds = {
-        "input_ids": np.zeros((1, length), np.int64),
-        "attention_mask": np.zeros((1, length), np.int64),
-        "token_type_ids": np.zeros((1, length), np.int64),
-    }
-    feeds["input_ids"][0, :n], feeds["attention_mask"][0, :n], feeds["token_type_ids"][0, :n] = ids, 1, types
-    return {k: v for k, v in feeds.items() if k in inputs}
-
-
 def _word_table(model: Any) -> str | None:
     """The initializer the Gather of ``input_ids`` reads (the word-embedding table), None without one."""
     inits = {i.name for i in model.graph.initializer}
@@ -60,8 +48,14 @@ class _Calibration:
     """ONNX Runtime's CalibrationDataReader over the plan's calibration texts."""
 
     def __init__(self, plan: Plan) -> None:
+        from .runner import pad
+
+        def feeds(ids: tuple[int, ...], types: tuple[int, ...]) -> dict[str, np.ndarray]:
+            row = np.asarray([ids], np.int64)
+            return {"input_ids": row, "attention_mask": np.ones_like(row), "token_type_ids": np.asarray([types])}
+
         inputs = plan.signature.inputs
-        self.rows = iter([padded(ids, types, plan.max_len, inputs) for ids, types in plan.calibration])
+        self.rows = iter([pad(feeds(ids, types), plan.max_len, inputs) for ids, types in plan.calibration])
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         return next(self.rows, None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -10,17 +12,27 @@ from ...core.errors import BadInputError
 from . import htp
 
 
+def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The inputs ``names`` of one text (batch 1) right-padded with zeros to ``length`` (pad id 0, mask 0), as the
+    app feeds the NPU file."""
+    padded = {}
+    for name in names:
+        row = np.zeros((1, length), np.int64)
+        row[:, : np.shape(feeds[name])[1]] = feeds[name]
+        padded[name] = row
+    return padded
+
+
 class Runner:
     """A .qnn.onnx in an ONNX Runtime session on the HTP (every node; the simulator on x86-64). ``threads``:
     unused, the HTP schedules itself."""
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
-        import onnx
-
-        from .lowering import facts
+        from .lowering import META_KEY
 
         self.session = htp.session(Path(path))
-        recorded = facts(onnx.load(str(path), load_external_data=False))
+        # the export's facts, from the metadata the session already read (the file is not parsed again)
+        recorded = json.loads(self.session.get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))
         self.length = int(recorded["sequence_length"])
         names = [o.name for o in self.session.get_outputs()]
         self.per_token = [n in recorded.get("per_token_outputs", ()) for n in names]
@@ -35,10 +47,5 @@ class Runner:
                 f"the NPU file takes one text of at most {self.length} tokens, got {ids.shape[0]} x {n}; "
                 "export with a larger --max-seq-len"
             )
-        padded = {}
-        for name in self.input_names:
-            row = np.zeros((1, self.length), np.int64)
-            row[:, :n] = feeds[name]
-            padded[name] = row
-        outs = self.session.run(None, padded)
+        outs = self.session.run(None, pad(feeds, self.length, self.input_names))
         return [o[:, :n] if token else o for o, token in zip(outs, self.per_token)]
