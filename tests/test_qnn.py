@@ -12,7 +12,7 @@ from onnx import numpy_helper
 
 from mobile_export import Backend, ExportOptions, Thresholds, backends
 from mobile_export.backends.qnn import htp
-from mobile_export.backends.qnn.lowering import facts
+from mobile_export.backends.qnn.metadata import facts
 from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
 from mobile_export.exporter.calibration import calibration_texts

@@ -20,7 +20,7 @@ def _model(path: Path) -> Any:
 
 
 def stored_quant(path: Path) -> Quant:
-    """int8: the NPU file's weights are 8-bit (its activations 16 or 8, ``lowering.facts``)."""
+    """int8: the NPU file's weights are 8-bit (its activations 16 or 8, ``metadata.facts``)."""
     return Quant.INT8
 
 

@@ -14,11 +14,10 @@ import numpy as np
 
 from ..base import ExportStats, Plan
 from .htp import MASKED
+from .metadata import META_KEY
 
 if TYPE_CHECKING:
     import torch
-
-META_KEY = "mobile_export.qnn"  # model metadata: the fixed length, the precisions, the outputs per token
 
 
 def _per_token_outputs(module: torch.nn.Module, plan: Plan) -> list[bool]:
@@ -126,11 +125,3 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     os.replace(tmp, dest)
     onnx.checker.check_model(str(dest), full_check=True)
     return {"deduplicated": deduplicated, "opset": OPSET, "qnn": facts}
-
-
-def facts(model: Any) -> dict[str, Any]:
-    """What the export recorded in a QDQ model's metadata (``META_KEY``), {} when absent."""
-    for p in model.metadata_props:
-        if p.key == META_KEY:
-            return json.loads(p.value)
-    return {}

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.errors import BadInputError
 from . import htp
+from .metadata import META_KEY
 
 
 def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -28,8 +29,6 @@ class Runner:
     unused, the HTP schedules itself."""
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
-        from .lowering import META_KEY
-
         self.session = htp.session(Path(path))
         # the export's facts, from the metadata the session already read (the file is not parsed again)
         recorded = json.loads(self.session.get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))

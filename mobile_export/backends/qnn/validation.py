@@ -12,7 +12,7 @@ def check(path: Path, shown: str) -> None:
     """An .onnx export's checks (structure, tensors, interface), then the fixed length the export records."""
     import onnx
 
-    from .lowering import facts
+    from .metadata import facts
 
     check_onnx(path, shown)
     recorded = facts(onnx.load(str(path), load_external_data=False))
