@@ -16,6 +16,7 @@ from mobile_export.backends.qnn.metadata import facts
 from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
 from mobile_export.exporter.calibration import calibration_texts
+from mobile_export.parity.metrics import bucket_of
 
 QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False)
 
@@ -62,9 +63,15 @@ def test_parity_command_passes_the_qnn_file_and_refuses_it_with_a_scaled_weight(
     assert main(["parity", str(ckpt), str(good), "--quiet"]) == 0
     model = onnx.load(str(good))
     inits = {t.name: t for t in model.graph.initializer}
-    dq = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in inits
-              and inits[n.input[0]].data_type == onnx.TensorProto.UINT8 and len(inits[n.input[0]].dims) == 2
-              and len(inits[n.input[1]].dims) == 1)  # a weight matrix with per-channel scales
+    dq = next(
+        n
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear"
+        and n.input[0] in inits
+        and inits[n.input[0]].data_type == onnx.TensorProto.UINT8
+        and len(inits[n.input[0]].dims) == 2
+        and len(inits[n.input[1]].dims) == 1
+    )  # a weight matrix with per-channel scales
     scale = numpy_helper.to_array(inits[dq.input[1]]) * 4
     inits[dq.input[1]].CopyFrom(numpy_helper.from_array(scale.astype(np.float32), dq.input[1]))
     (tmp_path / "bad").mkdir()
@@ -79,8 +86,12 @@ def test_parity_command_passes_the_qnn_file_and_refuses_it_with_a_scaled_weight(
 @pytest.mark.full
 def test_w8a8_runs_on_the_htp(tiny_checkpoint, shared_export):
     """--qnn-activations 8: 8-bit activations everywhere, still every node on the HTP (its accuracy: BENCHMARKS.md)."""
-    _, result = _export(tiny_checkpoint, shared_export, qnn_activations=8,
-                        thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0))
+    _, result = _export(
+        tiny_checkpoint,
+        shared_export,
+        qnn_activations=8,
+        thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0),
+    )
     path = result.out / "model.qnn.onnx"
     model = onnx.load(str(path))
     assert facts(model)["activations"] == "uint8"
@@ -98,6 +109,74 @@ def test_the_runner_pads_to_the_fixed_length_and_refuses_a_longer_text(tiny_chec
     long = {k: np.ones((1, 129), np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
     with pytest.raises(BadInputError, match="at most 128 tokens"):
         runner.run(long)
+
+
+def test_simulators_side_by_side_give_each_text_its_own_outputs_in_order(tiny_checkpoint, shared_export):
+    """The pool the parity check spreads texts over: outputs in submission order, equal to one session's."""
+    _, result = _export(tiny_checkpoint, shared_export)
+    path = result.out / "model.qnn.onnx"
+    module = backends.load(Backend.QNN)
+    rng = np.random.default_rng(0)
+    texts = [rng.integers(5, 90, size=(1, n)).astype(np.int64) for n in (3, 40, 7, 128)]
+    feeds = [{"input_ids": t, "attention_mask": np.ones_like(t), "token_type_ids": np.zeros_like(t)} for t in texts]
+    one = module.Runner(path)
+    pool = module.Pool(path, 2)
+    try:
+        assert pool.length == 128
+        for f in feeds:
+            pool.submit(f)
+        for f in feeds:
+            [got] = pool.result()
+            [want] = one.run(f)
+            np.testing.assert_array_equal(got, want)  # the same simulator, the same text: bit for bit
+            assert pool.took > 0
+    finally:
+        pool.close()
+
+
+def test_npu_sample_sets_the_texts_the_simulator_runs(tiny_checkpoint, shared_export, tmp_path, capsys):
+    """--npu-sample N runs the first N of each length bucket, all runs every text the file takes; the report says
+    how many of which; a count below 1, or one with --ray, is refused."""
+    ckpt, result = _export(tiny_checkpoint, shared_export)
+    path = result.out / "model.qnn.onnx"
+    runs = {}
+    for sample in ("1", "all"):
+        out = tmp_path / sample
+        assert main(["parity", str(ckpt), str(path), "--quiet", "--npu-sample", sample, "--out", str(out)]) == 0
+        report = json.loads((out / "report.json").read_text())
+        sim = report["artifacts"][0]["stats"]["simulated"]
+        lengths = report["parity_data"]["lengths"]
+        assert (
+            sim["of"] == report["parity_data"]["examples"]
+            and sim["texts"] == report["artifacts"][0]["parity"]["n_examples"]
+        )
+        assert "none longer than the file's 128 tokens" in sim["chosen"]
+        assert "HTP v75 of SM8650" in report["artifacts"][0]["stats"]["runtime_version"]
+        assert "ran on QNN's x86-64 HTP simulator" in (out / "report.md").read_text()
+        runs[sample] = (sim["texts"], lengths)
+    assert runs["1"][0] == len({bucket_of(n) for n in runs["1"][1] if n <= 128})  # one text of each bucket
+    assert runs["all"][0] > runs["1"][0]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["parity", str(ckpt), str(path), "--quiet", "--npu-sample", "0"])
+    assert exit_.value.code == 2
+    assert "pass a count of 1 or more, or all" in capsys.readouterr().err
+    assert main(["parity", str(ckpt), str(path), "--quiet", "--npu-sample", "2", "--ray", "local"]) == 2
+    assert "a Ray check runs every text on the NPU simulator" in capsys.readouterr().err
+
+
+def test_bench_gives_the_simulator_time_apart_from_device_latency(tiny_checkpoint, shared_export):
+    """bench on the NPU file: the simulator's time under its own key and in parentheses, no throughput or
+    speed-up, and a line saying it is not the device's time."""
+    from mobile_export.measure.bench import bench, table
+
+    _, result = _export(tiny_checkpoint, shared_export)
+    got = bench([str(result.out / "model.qnn.onnx")], None, [16], [1], runs=1, vocab=90, say=lambda _: None)
+    [row] = got["results"]
+    assert "latency_ms" not in row and row["simulator_latency_ms"]["16"]["median"] > 0
+    assert row["throughput_texts_per_s"] is None and "speedup_vs_eager" not in row
+    shown = table(got)
+    assert "not the device's time" in shown and "(" in shown.splitlines()[2]
 
 
 def test_calibration_leaves_out_the_parity_texts(tmp_path):
@@ -127,8 +206,19 @@ def test_qnn_options_are_refused_without_the_qnn_backend(tiny_checkpoint, tmp_pa
     with pytest.raises(SystemExit) as exc:
         main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--qnn-activations", "4"])
     assert exc.value.code == 2
-    code = main(["export", str(ckpt), "--out", str(tmp_path / "p"), "--backend", "qnn", "--calibration",
-                 str(tmp_path / "missing.txt"), "--no-memory"])
+    code = main(
+        [
+            "export",
+            str(ckpt),
+            "--out",
+            str(tmp_path / "p"),
+            "--backend",
+            "qnn",
+            "--calibration",
+            str(tmp_path / "missing.txt"),
+            "--no-memory",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "cannot read --calibration" in err and not (tmp_path / "p").exists()
 

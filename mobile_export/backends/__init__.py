@@ -50,8 +50,14 @@ class BackendInfo:
     int8_table: bool = True
     fixed_length: int | None = None  # one sequence length (this, or --max-seq-len when given): no dynamic shapes
     families: frozenset[str] | None = None  # the encoder families it takes (None: every one)
-    # its runtime is too slow to run every parity text: it runs this many of each length bucket (a simulator)
-    parity_per_bucket: int | None = None
+    # its runtime here is a simulator of the device (too slow for every parity text; its time is not the device's)
+    simulator: str | None = None
+    parity_per_bucket: int | None = None  # a simulated format's parity runs this many texts of each length bucket
+
+    @property
+    def simulated(self) -> bool:
+        """Whether its runtime on this machine simulates the device (its time says nothing of the device's)."""
+        return self.simulator is not None
 
     @property
     def suffix(self) -> str:
@@ -127,7 +133,8 @@ BACKENDS: dict[Backend, BackendInfo] = {
         # ELECTRA's QDQ graph leaves a node off the HTP (the session refuses with CPU fallback disabled); not found yet
         families=frozenset({"albert", "bert", "distilbert"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
-        parity_per_bucket=8,  # the x86 HTP simulator: about a second per text at 128 tokens
+        simulator="QNN's x86-64 HTP simulator",
+        parity_per_bucket=8,  # the simulator: about a second per text at 128 tokens on one core
     ),
 }
 

@@ -84,6 +84,7 @@ class ArtifactStats(ExportStats, total=False):
     dynamic_batch: bool
     shape_notes: str
     embedded: dict[str, Any]  # the block the artifact carries: its bytes, the assets' bytes, its identity
+    simulated: dict[str, Any]  # a simulated runtime's check: the simulator, the texts it ran and how they were chosen
 
 
 class Runner(Protocol):
@@ -174,7 +175,9 @@ class Converted(Protocol):
 
 
 class Format(Protocol):
-    """What each format package provides (module-level functions and the ``Runner`` class)."""
+    """What each format package provides (module-level functions and the ``Runner`` class; a simulated format,
+    ``BackendInfo.simulator``, also a ``Pool(path, processes)`` with ``submit``, ``result``, ``took``, ``length``
+    and ``close``, which the parity check runs its texts on side by side)."""
 
     Runner: type
     Options: type  # the format's own export options (a frozen dataclass; defaults for every field)

@@ -171,6 +171,19 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
+def _per_bucket(value: str) -> int:
+    """``--npu-sample``: a positive count, or ``all`` (0: every text)."""
+    if value.strip().lower() == "all":
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: pass a count of 1 or more, or all")
+    return n
+
+
 def _parity_args(pa: argparse.ArgumentParser) -> None:
     from ..parity.arm64.cpus import DEFAULT_ARM64_CPUS
 
@@ -191,6 +204,13 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
         "here); needs pip install 'mobile-export[ray]'",
     )
     pa.add_argument("--ray-workers", type=int, help="Ray workers (default: one per CPU of the cluster)")
+    pa.add_argument(
+        "--npu-sample",
+        type=_per_bucket,
+        metavar="N|all",
+        help="texts of each length bucket a .qnn.onnx runs on the HTP simulator, one simulator per core side "
+        "by side (default 8, about a second a text; all: every text, the default with --ray)",
+    )
     pa.add_argument(
         "--isa",
         choices=["host", "arm64"],

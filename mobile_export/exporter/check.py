@@ -25,7 +25,7 @@ from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..parity.arm64.cpus import ARM64_CPUS
 from ..parity.artifact import ArtifactResult, IsaRun, VsHost
-from ..parity.checker import ArtifactCheck, Checked, Checker, ParitySource, Tally, run_local
+from ..parity.checker import ArtifactCheck, Checked, Checker, ParitySource, Sample, Tally, run_local
 from ..parity.data import read_parity_file
 from ..reports import write_reports
 from ..reports.assembly import build_report
@@ -58,9 +58,12 @@ def check_artifacts(
     checkpoint: str | os.PathLike | None = None,
     ray_workers: int | None = None,
     arm64=None,
+    npu_sample: int | None = None,
 ) -> Checked:
-    """Run every artifact in its real runtime on every parity text, next to the fp32 reference, and
-    judge each by its limits (in a Ray cluster at ``ray``, if given)."""
+    """Run every artifact in its real runtime on every parity text (a simulated one on ``npu_sample`` texts of
+    each length bucket, ``Sample``), next to the fp32 reference, and judge each by its limits (in a Ray cluster
+    at ``ray``, if given)."""
+    sample = Sample(per_bucket=0) if ray else Sample.for_host(npu_sample)  # as distributed's workers run them
     names = ", ".join(f"{c.name} ({backends.get_info(c.backend).runtime})" for c in checks if c.cpu is None)
     cpus = sorted({c.cpu for c in checks if c.cpu}, key=[c.cpu for c in checks].index)
     on_arm = f"; on ARM64 under emulation: {', '.join(cpus)}" if cpus else ""
@@ -70,7 +73,8 @@ def check_artifacts(
 
             tally = run_on_ray(ray, str(checkpoint), loaded, checks, max_len, source, progress, ray_workers)
         else:
-            tally = run_local(Checker(loaded, checks, max_len, arm64=arm64), source, progress)
+            checker = Checker(loaded, checks, max_len, arm64=arm64, sample=sample)
+            tally = run_local(checker, source, progress)
     results = []
     by_name: dict[str, ArtifactResult] = {}
     for j, check in enumerate(checks):
@@ -97,6 +101,10 @@ def check_artifacts(
             dynamic_batch=info.dynamic_batch,
             shape_notes=info.notes,
         )
+        if info.simulated:
+            stats["simulated"] = _simulated(
+                info, sample, tally.parity[j].n_examples, len(source), tally.fixed_lengths.get(j)
+            )
         results.append(
             ArtifactResult(
                 backend=check.backend,
@@ -120,6 +128,19 @@ def check_artifacts(
         else None,
     }
     return Checked(results, tally, parity_data)
+
+
+def _simulated(info: backends.BackendInfo, sample: Sample, ran: int, texts: int, fixed: int | None) -> dict:
+    """What a simulated runtime's check was: the simulator, and which of the parity texts it ran."""
+    quota = sample.quota(info)
+    chosen = f"the first {quota} of each length bucket" if quota else "every text"
+    return {
+        "simulator": info.simulator,
+        "texts": ran,
+        "of": texts,
+        "chosen": chosen + (f", none longer than the file's {fixed} tokens" if fixed else ""),
+        "note": "its time here is the simulator's on this host, not the device's",
+    }
 
 
 def _head_of(options: ParityOptions, task: str, paths: list[Path]) -> HeadSpec:
@@ -162,6 +183,11 @@ def parity_check(
         require_ray()
         if options.ray_workers is not None and options.ray_workers < 1:
             raise BadInputError(f"--ray-workers {options.ray_workers}: pass 1 or more")
+        if options.npu_sample:
+            raise BadInputError(
+                f"--npu-sample {options.npu_sample} with --ray: a Ray check runs every text on the NPU simulator "
+                "(one per worker); drop --npu-sample, or --ray to check a sample here"
+            )
     arm64 = arm64_env(options)
     given = [Path(a) for a in artifacts]
     paths, quants = _readable(given, options)
@@ -176,7 +202,16 @@ def parity_check(
     checks = _checks(given, paths, quants, options, loaded.task.kind.value, arm64 is not None)
     parity_source = ParitySource.build(loaded.tokenizer, data, max_len)
     checked = check_artifacts(
-        loaded, parity_source, checks, max_len, progress, options.ray, source, options.ray_workers, arm64
+        loaded,
+        parity_source,
+        checks,
+        max_len,
+        progress,
+        options.ray,
+        source,
+        options.ray_workers,
+        arm64,
+        options.npu_sample,
     )
     quant = options.quant.value if options.quant else "auto"
     report = build_report(

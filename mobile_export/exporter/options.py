@@ -156,6 +156,8 @@ class ParityOptions:
             ``cpus`` (qemu CPU models), in the environment at ``arm64_env`` (default: the prepared one).
         ignore_manifest: check an artifact whose bytes differ from what the manifest.json beside it records
             (refused by default: it is not the file that export checked).
+        npu_sample: texts of each length bucket the NPU file runs on its simulator; None: the format's sample
+            (8), 0: every text (the default with ``ray``, whose workers each run one simulator).
     """
 
     data: str | None = None
@@ -172,3 +174,4 @@ class ParityOptions:
     normalize: bool = False
     arm64_env: str | None = None
     ignore_manifest: bool = False
+    npu_sample: int | None = None

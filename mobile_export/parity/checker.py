@@ -8,6 +8,7 @@ is how ``distributed`` spreads a validation set over a Ray cluster.
 
 from __future__ import annotations
 
+import os
 import time
 from array import array
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,7 @@ BATCH_TOKENS = 256  # padded tokens of one reference batch: more is slower on CP
 GOLDEN = 3  # short examples with their ids and fp32 outputs, for on-device self-tests
 GOLDEN_MAX_VALUES = 4096
 PROGRESS_SECONDS = 10.0
+MAX_SIMULATORS = 8  # each simulator process holds its own compiled graph: bounded, whatever the host
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,27 @@ class ParitySource:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """How a check runs a simulated runtime (the NPU's simulator, about a second per text): ``per_bucket`` texts of
+    each length bucket (None: the format's default; 0: every text), on ``processes`` simulators side by side."""
+
+    per_bucket: int | None = None
+    processes: int = 1
+
+    def quota(self, info: backends.BackendInfo) -> int | None:
+        """The texts per length bucket a format of ``info`` runs; None: every text."""
+        if not info.simulated or self.per_bucket == 0:
+            return None
+        return self.per_bucket or info.parity_per_bucket
+
+    @staticmethod
+    def for_host(per_bucket: int | None = None) -> "Sample":
+        """One simulator per core this process may use (at most ``MAX_SIMULATORS``)."""
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return Sample(per_bucket, max(1, min(cores, MAX_SIMULATORS)))
+
+
+@dataclass(frozen=True)
 class ArtifactCheck:
     """One artifact to run: its name in the report, its file and format, and the limits it is held to;
     with ``cpu``, on that ARM64 CPU model under emulation, compared also with the run named ``host``."""
@@ -129,6 +152,8 @@ class Tally:
     reference_seconds: float = 0.0
     golden: list[dict] = field(default_factory=list)
     cpu_features: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per emulated CPU model
+    texts: int = 0  # through the reference (a sampled artifact runs fewer)
+    fixed_lengths: dict[int, int] = field(default_factory=dict)  # per check of one sequence length: that length
 
     @staticmethod
     def empty(task: TaskSpec, checks: Sequence[ArtifactCheck], seed: int = 0) -> "Tally":
@@ -143,7 +168,8 @@ class Tally:
 
     @property
     def n_examples(self) -> int:
-        return self.parity[0].n_examples if self.parity else 0
+        """Texts run through the reference."""
+        return self.texts
 
     def merge(self, other: "Tally") -> None:
         """Fold in the tally of the texts that follow these."""
@@ -161,6 +187,8 @@ class Tally:
         self.reference_seconds += other.reference_seconds
         self.golden += other.golden[: GOLDEN - len(self.golden)]
         self.cpu_features.update(other.cpu_features)
+        self.texts += other.texts
+        self.fixed_lengths.update(other.fixed_lengths)
 
 
 @dataclass
@@ -173,10 +201,13 @@ class Checked:
     parity_data: dict
 
 
-def _load_runner(check: ArtifactCheck, threads: int | None):
+def _load_runner(check: ArtifactCheck, threads: int | None, simulators: int):
+    """The artifact's runtime; a simulated one on ``simulators`` processes side by side when more than one."""
     info = backends.get_info(check.backend)
+    module = backends.load(check.backend)
+    pool = getattr(module, "Pool", None) if info.simulated and simulators > 1 else None  # base.Format: simulated only
     try:
-        return backends.load(check.backend).Runner(check.path, threads)
+        return pool(check.path, simulators) if pool is not None else module.Runner(check.path, threads)
     except Exception as exc:
         raise ArtifactLoadError(f"{check.path.name} does not load in {info.runtime}: {first_line(exc, 200)}") from exc
 
@@ -187,13 +218,22 @@ class Checker:
     environment); ``close`` ends them."""
 
     def __init__(
-        self, loaded: LoadedModel, checks: Sequence[ArtifactCheck], max_len: int, threads: int | None = None, arm64=None
+        self,
+        loaded: LoadedModel,
+        checks: Sequence[ArtifactCheck],
+        max_len: int,
+        threads: int | None = None,
+        arm64=None,
+        sample: Sample | None = None,
     ) -> None:
         self.loaded, self.checks, self.max_len = loaded, list(checks), max_len
+        sample = sample or Sample()
         self.emulators: dict = {}
         self.cpu_features: dict[str, tuple[str, ...]] = {}
+        self.runners: list = []
         try:
-            self.runners = [self._emulated(c, arm64) if c.cpu else _load_runner(c, threads) for c in self.checks]
+            for c in self.checks:
+                self.runners.append(self._emulated(c, arm64) if c.cpu else _load_runner(c, threads, sample.processes))
             for check, runner in zip(self.checks, self.runners):
                 if check.cpu:
                     runner.ready()
@@ -205,7 +245,9 @@ class Checker:
         self.width = output_width(loaded.config, loaded.task)
         self.per_token = loaded.task.per_token
         # a runtime too slow for every text (the NPU simulator) runs the first few of each length bucket
-        self.quota = [None if c.cpu else backends.get_info(c.backend).parity_per_bucket for c in self.checks]
+        self.quota = [None if c.cpu else sample.quota(backends.get_info(c.backend)) for c in self.checks]
+        # runners that take a window's texts ahead (emulated CPUs, simulator pools) and give them back in order
+        self.ahead = [hasattr(r, "submit") for r in self.runners]
         self.taken: list[dict[int, int]] = [{} for _ in self.checks]
         self.pad_id = int(getattr(loaded.config, "pad_token_id", None) or 0)
 
@@ -218,14 +260,19 @@ class Checker:
         return EmulatedRunner(self.emulators[cpu], check.name, check.backend.value, check.path)
 
     def close(self) -> None:
-        """End the emulated processes."""
+        """End the emulated processes and the simulator pools."""
         for emulator in self.emulators.values():
             emulator.close()
         self.emulators = {}
+        for check, runner in zip(self.checks, self.runners):
+            if check.cpu is None and hasattr(runner, "close"):
+                runner.close()
+        self.runners = []
 
     def new_tally(self, seed: int = 0) -> Tally:
         tally = Tally.empty(self.loaded.task, self.checks, seed)
         tally.cpu_features.update(self.cpu_features)
+        tally.fixed_lengths.update({j: r.length for j, r in enumerate(self.runners) if getattr(r, "length", None)})
         return tally
 
     def _values(self, length: int) -> int:
@@ -272,10 +319,11 @@ class Checker:
 
             examples = masked(examples, int(loaded.tokenizer.mask_token_id), MASK_SLOTS)
         for window in self.windows(examples):
-            for k in window:  # the emulated CPU models compute the whole window while this machine runs its own
-                for check, runner in zip(self.checks, self.runners):
-                    if check.cpu:
-                        self._run_one(check, runner.submit, examples[k], feed=True)
+            runs = {k: [j for j in range(len(self.checks)) if self._sampled(j, examples[k])] for k in window}
+            for k in window:  # emulated CPUs and simulator pools compute the window while this process runs its own
+                for j in runs[k]:
+                    if self.ahead[j]:
+                        self._run_one(self.checks[j], self.runners[j].submit, examples[k], feed=True)
             t0 = time.perf_counter()
             refs = self.reference(examples, window)
             tally.reference_seconds += time.perf_counter() - t0
@@ -283,16 +331,16 @@ class Checker:
                 ex, label, full = examples[k], items[k][1], refs.pop(k)
                 ref = full[: len(loaded.task.outputs)]  # full: + what only the reference gives (top-k heads)
                 outputs = {}
-                for j, (check, runner) in enumerate(zip(self.checks, self.runners)):  # host checks come first
-                    if not self._sampled(j, ex.length, getattr(runner, "length", None)):
-                        continue
+                for j in runs[k]:  # host checks come first
+                    check, runner = self.checks[j], self.runners[j]
                     t = time.perf_counter()
                     act = (
                         self._run_one(check, runner.result, ex, feed=False)
-                        if check.cpu
+                        if self.ahead[j]
                         else self._run_one(check, runner.run, ex, feed=True)
                     )
-                    tally.seconds[j].append(time.perf_counter() - t)
+                    # a pool times each text in its simulator; waiting for the pool is not the runtime's time
+                    tally.seconds[j].append(getattr(runner, "took", None) or time.perf_counter() - t)
                     _same_outputs(_shown(check), loaded, ref, act)
                     tally.parity[j].add(full, act, ex.length, label, plot=tally.plots[j])
                     outputs[check.name] = act
@@ -300,14 +348,16 @@ class Checker:
                         tally.vs_host[j].add(outputs[check.host], act, ex.length)
                 tally.cross.add({c.name: outputs[c.name] for c in self.checks if c.cpu is None and c.name in outputs})
                 tally.lengths.add(ex.length)
+                tally.texts += 1
                 tally.labelled += label is not None
                 if len(tally.golden) < GOLDEN and ex.text and sum(o.size for o in ref) <= GOLDEN_MAX_VALUES:
                     tally.golden.append(_golden(loaded.task, ex, ref))
 
-    def _sampled(self, j: int, length: int, fixed: int | None) -> bool:
-        """Whether check ``j`` runs a text of ``length`` tokens: always, or while its bucket's quota lasts; never
-        one longer than an artifact of ``fixed`` length takes (the NPU file's texts are cut there by the app)."""
-        quota = self.quota[j]
+    def _sampled(self, j: int, ex: Example) -> bool:
+        """Whether check ``j`` runs ``ex``: always, or while its length bucket's quota lasts; never a text longer
+        than an artifact of one fixed length takes (the app cuts the NPU file's texts there)."""
+        quota, length = self.quota[j], ex.length
+        fixed = getattr(self.runners[j], "length", None)
         if fixed is not None and length > fixed:
             return False
         if quota is None:

@@ -16,7 +16,7 @@ from ..core.errors import BadInputError, MobileExportError, first_line
 from ..core.progress import Progress
 from ..model.loading import LoadedModel
 from ..parity.checker import PARITY_BATCH_TEXTS
-from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Tally
+from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Sample, Tally
 
 QUEUED_PER_WORKER = 2  # batches given to a worker ahead, so it never waits for the driver
 
@@ -37,7 +37,8 @@ class _Worker:
         quiet_libraries()
         torch.set_num_threads(1)
         loaded = with_head(load_checkpoint(checkpoint, task), HeadSpec.from_manifest(head))
-        self.checker = Checker(loaded, checks, max_len, threads=1)
+        # every text on a simulated format too: a worker's own sample would depend on which batches it got
+        self.checker = Checker(loaded, checks, max_len, threads=1, sample=Sample(per_bucket=0))
 
     def run(self, index: int, items: list[tuple[str, int | None]]) -> Tally:
         tally = self.checker.new_tally(seed=index)

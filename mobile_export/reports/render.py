@@ -358,6 +358,13 @@ def _summary_lines(report: ReportRecord) -> list[str]:
             f"{' '.join(h.get('int8_features') or []) or 'none'})"
         )
         lines += [f"- {name} int8 mode: {mode}" for name, mode in (h.get("precision") or {}).items()]
+    for a in report.artifacts:
+        sim = (a.result.stats or {}).get("simulated")
+        if sim:
+            lines.append(
+                f"- {a.file} ran on {sim['simulator']} ({a.result.stats.get('runtime_version')}): {sim['texts']} of "
+                f"{sim['of']} parity texts, {sim['chosen']}; {sim['note']}"
+            )
     v = report.versions
     lines.append(
         "- versions: "

@@ -1,8 +1,9 @@
 """The phone's NPU (Qualcomm Hexagon HTP) through ONNX Runtime's QNN execution provider: a QDQ .onnx at one fixed
 sequence length, statically quantized (uint8 weights, uint16 or uint8 activations), the format's side of the
 contract in ``..base``. Export (``lowering``), sessions on the HTP (``htp``: the simulator on x86-64, with CPU
-fallback disabled), running it (``runner``), what a file holds (``inspection``), whether it is sound
-(``validation``), how an app calls it (``convention``). onnxruntime_qnn is imported only here."""
+fallback disabled), running it (``runner``; ``pool``: several simulators side by side), what a file holds
+(``inspection``), whether it is sound (``validation``), how an app calls it (``convention``). onnxruntime_qnn is
+imported only here."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from .htp import version as runtime_version
 from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored_quant
 from .lowering import export
 from .options import QnnOptions as Options
+from .pool import Pool
 from .runner import Runner
 from .validation import check
 
 __all__ = [
     "Options",
+    "Pool",
     "Runner",
     "blobs",
     "check",

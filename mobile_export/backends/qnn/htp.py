@@ -58,12 +58,14 @@ def session(path: Path):
 
 
 def version() -> str:
-    """onnxruntime-qnn's version and the QNN SDK it carries."""
+    """onnxruntime-qnn's version, the QNN SDK it carries, and the HTP architecture and SoC its sessions target."""
     import onnxruntime
     import onnxruntime_qnn
 
     sdk = getattr(onnxruntime_qnn, "build_and_package_info", None)
     qnn = getattr(sdk, "qnn_version", None) if sdk is not None else None
-    return f"onnxruntime {onnxruntime.__version__}, onnxruntime-qnn {onnxruntime_qnn.__version__}" + (
-        f" (QNN SDK {qnn})" if qnn else ""
+    sdk_version = f" (QNN SDK {qnn})" if qnn else ""
+    return (
+        f"onnxruntime {onnxruntime.__version__}, onnxruntime-qnn {onnxruntime_qnn.__version__}{sdk_version}; "
+        f"HTP v{HTP_ARCH} of {SOC}"
     )
