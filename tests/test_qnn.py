@@ -18,7 +18,7 @@ from mobile_export.core.errors import BadInputError
 from mobile_export.exporter.calibration import calibration_texts
 from mobile_export.parity.metrics import bucket_of
 
-QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False)
+QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False, soc="SM8650,sm8750")
 
 
 def _export(tiny_checkpoint, shared_export, **options):
@@ -177,6 +177,81 @@ def test_bench_gives_the_simulator_time_apart_from_device_latency(tiny_checkpoin
     assert row["throughput_texts_per_s"] is None and "speedup_vs_eager" not in row
     shown = table(got)
     assert "not the device's time" in shown and "(" in shown.splitlines()[2]
+
+
+def test_soc_writes_a_precompiled_file_per_soc_equal_to_the_qdq_model_there(tiny_checkpoint, shared_export):
+    """--soc: one EPContext file per SoC beside the QDQ model, carrying its assets and its own identity, listed in
+    the manifest with that SoC's provider options, giving the QDQ model's outputs on that SoC's simulator."""
+    from mobile_export import load
+    from mobile_export.assets.embedded import carried
+    from mobile_export.core.socs import SOCS
+
+    _, result = _export(tiny_checkpoint, shared_export)
+    qdq = result.out / "model.qnn.onnx"
+    manifest = json.loads((result.out / "manifest.json").read_text())
+    [entry] = [a for a in manifest["artifacts"] if a["backend"] == "qnn"]
+    assert [p["soc"] for p in entry["precompiled"]] == ["SM8650", "SM8750"]
+    assert entry["precompiled"][1]["provider_options"]["htp_arch"] == "79"
+    listed = {f["path"] for f in manifest["files"]}
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 90, size=(1, 17)).astype(np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    module = backends.load(Backend.QNN)
+    for name in ("SM8650", "SM8750"):
+        path = result.out / f"model.{name}.qnn.onnx"
+        assert path.name in listed
+        model = onnx.load(str(path))
+        assert [n.op_type for n in model.graph.node] == ["EPContext"]  # compiled: no QDQ graph left to compile
+        assert facts(model)["compiled_for"] == name
+        carried(path, str(path))  # its own identity verifies (the QDQ model's would not)
+        soc = SOCS[name]
+        [got] = module.Runner(path, soc=soc).run(feeds)
+        [want] = module.Runner(qdq, soc=soc).run(feeds)
+        np.testing.assert_array_equal(got, want)
+    app = load(result.out / "model.SM8750.qnn.onnx")  # the one file alone: tokenizer and labels inside it
+    assert app.backend is Backend.QNN
+
+
+def test_precompile_refuses_a_compiled_file_that_differs_from_its_qdq_model(
+    tiny_checkpoint, shared_export, tmp_path, monkeypatch
+):
+    """The gate's other side: a context compiled from another model (one weight's scale x4) is refused."""
+    from mobile_export.backends.qnn import htp as htp_module
+    from mobile_export.backends.qnn.precompile import precompile
+    from mobile_export.core.errors import ExportFailedError
+
+    _, result = _export(tiny_checkpoint, shared_export)
+    good = tmp_path / "model.qnn.onnx"
+    good.write_bytes((result.out / "model.qnn.onnx").read_bytes())
+    model = onnx.load(str(good))
+    inits = {t.name: t for t in model.graph.initializer}
+    dq = next(
+        n
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits and len(inits[n.input[0]].dims) == 2
+    )
+    inits[dq.input[1]].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(inits[dq.input[1]]) * 4, dq.input[1]))
+    other = tmp_path / "other.qnn.onnx"
+    onnx.save(model, str(other))
+    real = htp_module.compile_context
+    monkeypatch.setattr(htp_module, "compile_context", lambda path, dest, soc: real(other, dest, soc))
+    ids = np.arange(5, 45, dtype=np.int64)[None, :]
+    feeds = [{"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}]
+    with pytest.raises(ExportFailedError, match="gives other outputs than model.qnn.onnx"):
+        precompile(good, "SM8650", feeds)
+    monkeypatch.setattr(htp_module, "compile_context", real)
+    [entry] = precompile(good, "SM8650", feeds)  # and the real one passes
+    assert entry["file"] == "model.SM8650.qnn.onnx" and entry["checked_texts"] == 1
+
+
+def test_an_unknown_soc_is_refused_with_the_known_ones(tiny_checkpoint, tmp_path, capsys):
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--soc", "SM8650,SM1234"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--soc 'SM1234' is not a SoC this tool knows" in err and "SM8750 (Snapdragon 8 Elite)" in err
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "onnx", "--soc", "SM8650"])
+    assert code == 2 and "--soc SM8650 shapes the .qnn.onnx; add --backend qnn" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_calibration_leaves_out_the_parity_texts(tmp_path):

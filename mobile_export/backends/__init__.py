@@ -17,6 +17,7 @@ from quantize.schemes import XNNPACK_GROUP_MULTIPLE
 
 from ..core.choices import Backend, Quant
 from ..core.errors import ArtifactLoadError, BadInputError, UnsupportedError
+from ..core.socs import SOCS
 from .base import Format
 
 
@@ -40,6 +41,7 @@ class BackendInfo:
     # and the report names the checking host's choice
     int8_mode: str | None
     data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
+    optional_files: tuple[str, ...] = ()  # what an option adds beside it (the NPU file precompiled per --soc)
     int4_group_multiple: int = 1  # 4-bit weights: the group sizes it takes are multiples of this
     embeds: bool = True  # carries the export's assets inside itself (``exporter.embedding``)
     # converted from that format's artifact of the same plan (its package's ``convert``) when the export has one
@@ -67,7 +69,7 @@ class BackendInfo:
     @property
     def output_names(self) -> tuple[str, ...]:
         """Every file an export of this format writes."""
-        return (self.file_name, *self.data_files)
+        return (self.file_name, *self.data_files, *self.optional_files)
 
 
 BACKENDS: dict[Backend, BackendInfo] = {
@@ -134,6 +136,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         families=frozenset({"albert", "bert", "distilbert"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
         simulator="QNN's x86-64 HTP simulator",
+        optional_files=tuple(soc.file_name for soc in SOCS.values()),
         parity_per_bucket=8,  # the simulator: about a second per text at 128 tokens on one core
     ),
 }

@@ -72,6 +72,7 @@ class ExportStats(TypedDict, total=False):
     onnx_bytes: int  # .ort: the intermediate .onnx's size
     format: str  # .ort: how the ORT flatbuffer was written
     qnn: dict[str, Any]  # .qnn.onnx: the fixed length, precisions, mask and calibration (its metadata too)
+    precompiled: list[dict[str, Any]]  # .qnn.onnx with --soc: each SoC's compiled file (bytes, load time, checks)
 
 
 class ArtifactStats(ExportStats, total=False):
@@ -177,7 +178,8 @@ class Converted(Protocol):
 class Format(Protocol):
     """What each format package provides (module-level functions and the ``Runner`` class; a simulated format,
     ``BackendInfo.simulator``, also a ``Pool(path, processes)`` with ``submit``, ``result``, ``took``, ``length``
-    and ``close``, which the parity check runs its texts on side by side)."""
+    and ``close``, which the parity check runs its texts on side by side; one that compiles for named devices,
+    ``precompile(path, socs, feeds)``, ``exporter.precompiled``)."""
 
     Runner: type
     Options: type  # the format's own export options (a frozen dataclass; defaults for every field)

@@ -137,6 +137,12 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         "demo corpus' training split. Texts the parity check judges are left out",
     )
     ex.add_argument(
+        "--soc",
+        metavar="SM8650,...",
+        help="the NPU file (--backend qnn) also precompiled for these Snapdragon SoCs (SM8450, SM8550, SM8650, "
+        "SM8750): model.<SoC>.qnn.onnx beside it, which a phone of that SoC loads without compiling",
+    )
+    ex.add_argument(
         "--repair",
         choices=[r.value for r in Repair],
         default=Repair.AUTO.value,

@@ -44,6 +44,8 @@ class ExportOptions:
         pte_entry: the .pte's own option (``backends.executorch.options.PteOptions``).
         qnn_activations: the NPU file's own option (``backends.qnn.options.QnnOptions``): 16 (default) or 8-bit
             activations.
+        soc: the NPU file's own option: SoCs (``SM8650,SM8750``) to precompile it for, each an EPContext model
+            beside it (``model.SM8650.qnn.onnx``) checked against it on that SoC's simulator.
         calibration: the NPU file's own option: a text file (one text per line, or ``label<TAB>text``) its static
             quantization calibrates on; None: the demo corpus' training split (never the parity texts).
         repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
@@ -70,6 +72,7 @@ class ExportOptions:
     pte_entry: str = "loop"
     qnn_activations: int = 16
     calibration: str | None = None
+    soc: str | None = None
     repair: Repair = Repair.AUTO
     head: str | None = None
     pooling: str | None = None

@@ -23,6 +23,7 @@ from ..reports.records import kept_fp32
 from .check import check_lowered
 from .context import ExportRun
 from .embedding import embed_assets
+from .precompiled import precompile_all
 from . import lowering
 from .lowering import Lowered, export_module, plain_module
 from .options import ExportOptions
@@ -89,6 +90,7 @@ def export(
         recorded = options_record(run, replaced)
         if run.options.embed:
             embed_assets(run, checked, recorded, kept)
+        written += precompile_all(run, checked)  # from the embedded file: each carries the assets too
         sizes = measure_sizes(run, checked, bool(replaced), kept)
         report = build_report(
             "mobile-export",

@@ -16,6 +16,7 @@ from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored
 from .lowering import export
 from .options import QnnOptions as Options
 from .pool import Pool
+from .precompile import precompile
 from .runner import Runner
 from .validation import check
 
@@ -33,6 +34,7 @@ __all__ = [
     "files",
     "int4_group_size",
     "memory_sharing",
+    "precompile",
     "runtime_version",
     "stored_quant",
     "usage",

@@ -26,4 +26,17 @@ def usage(stats: ExportStats) -> dict[str, Any]:
         "provider_options": {"backend_path": "libQnnHtp.so", "soc_model": SOC_MODEL, "htp_arch": HTP_ARCH},
         "session_config": {"session.disable_cpu_ep_fallback": "1"},
         "checked_on": f"QNN HTP simulator as {SOC} (soc_model {SOC_MODEL}, v{HTP_ARCH})",
+        # --soc: the same model compiled for each SoC, loaded with that SoC's provider options, no compile on device
+        "precompiled": [
+            {
+                "soc": e["soc"],
+                "file": e["file"],
+                "provider_options": {
+                    "backend_path": "libQnnHtp.so",
+                    "soc_model": e["soc_model"],
+                    "htp_arch": e["htp_arch"],
+                },
+            }
+            for e in stats.get("precompiled", [])
+        ],
     }

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...core.socs import SIMULATED, Soc
+
 EP_NAME = "QNNExecutionProvider"
-# The SoC the simulator is configured as (QNN's soc_model id and HTP architecture): Snapdragon 8 Gen 3
-# (SM8650, Hexagon v75). Without a SoC model QNN's graph finalize fails (error 1002).
-SOC = "SM8650"
-SOC_MODEL = "57"
-HTP_ARCH = "75"
+# The SoC the simulator is configured as by default (QNN's soc_model id and HTP architecture): Snapdragon 8 Gen 3
+SOC, SOC_MODEL, HTP_ARCH = SIMULATED.name, SIMULATED.soc_model, SIMULATED.htp_arch
 MASKED = -1.0e4  # the additive attention mask a 16-bit activation range holds next to real scores (DESIGN.md)
 
 _registered: list[bool] = []
@@ -38,8 +37,7 @@ def available() -> bool:
     return importlib.util.find_spec("onnxruntime_qnn") is not None
 
 
-def session(path: Path):
-    """An ONNX Runtime session of the QDQ model at ``path`` with every node on the HTP (no CPU fallback)."""
+def _options(soc: Soc, config: dict[str, str]):
     import onnxruntime as ort
     import onnxruntime_qnn
 
@@ -50,11 +48,30 @@ def session(path: Path):
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    for key, value in config.items():
+        options.add_session_config_entry(key, value)
     options.add_provider_for_devices(
         devices,
-        {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), "soc_model": SOC_MODEL, "htp_arch": HTP_ARCH},
+        {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), "soc_model": soc.soc_model, "htp_arch": soc.htp_arch},
     )
-    return ort.InferenceSession(str(path), sess_options=options)
+    return options
+
+
+def session(path: Path, soc: Soc = SIMULATED):
+    """An ONNX Runtime session of the model at ``path`` (a QDQ model, or one precompiled for ``soc``) with every
+    node on the HTP of ``soc`` (no CPU fallback)."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), sess_options=_options(soc, {}))
+
+
+def compile_context(path: Path, dest: Path, soc: Soc) -> None:
+    """The QDQ model at ``path`` compiled by QNN for ``soc``'s HTP and written to ``dest`` as an EPContext model
+    with the context binary inside it (one file; the model metadata, assets included, carried over)."""
+    import onnxruntime as ort
+
+    config = {"ep.context_enable": "1", "ep.context_embed_mode": "1", "ep.context_file_path": str(dest)}
+    ort.InferenceSession(str(path), sess_options=_options(soc, config))
 
 
 def version() -> str:

@@ -11,6 +11,7 @@ import numpy as np
 from ...core.errors import BadInputError
 from . import htp
 from .metadata import META_KEY
+from ...core.socs import SIMULATED, Soc
 
 
 def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -25,11 +26,11 @@ def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict
 
 
 class Runner:
-    """A .qnn.onnx in an ONNX Runtime session on the HTP (every node; the simulator on x86-64). ``threads``:
-    unused, the HTP schedules itself."""
+    """A .qnn.onnx in an ONNX Runtime session on the HTP (every node; the simulator on x86-64), as the HTP of
+    ``soc`` (default: the one the QDQ model is checked as). ``threads``: unused, the HTP schedules itself."""
 
-    def __init__(self, path: Path, threads: int | None = None) -> None:
-        self.session = htp.session(Path(path))
+    def __init__(self, path: Path, threads: int | None = None, soc: Soc = SIMULATED) -> None:
+        self.session = htp.session(Path(path), soc)
         # the export's facts, from the metadata the session already read (the file is not parsed again)
         recorded = json.loads(self.session.get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))
         self.length = int(recorded["sequence_length"])

@@ -1,0 +1,83 @@
+"""The NPU file precompiled for named SoCs (``--soc``): QNN compiles the QDQ model for each SoC's HTP into an
+EPContext model (one file, the context binary inside it), which an app loads without compiling on the phone. Each
+is checked on the simulator as its SoC against the QDQ model compiled there: the same outputs, bit for bit."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ...assets.embedded import IDENTITY_KEY
+from ...assets.identity import PLACEHOLDER, stamp
+from ...core.errors import ExportFailedError
+from ...core.fsutil import sha256_file, write_bytes
+from . import htp
+from .metadata import META_KEY
+from .runner import Runner
+from ...core.socs import Soc, parse_socs
+
+
+def _own_facts(path: Path, soc: Soc) -> None:
+    """Record in the compiled file which SoC it is for and give it its own identity (it carries the QDQ model's)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    stamped = False
+    for p in model.metadata_props:
+        if p.key == META_KEY:
+            p.value = json.dumps({**json.loads(p.value), "compiled_for": soc.name, "htp_arch": soc.htp_arch})
+        elif p.key == IDENTITY_KEY:
+            p.value, stamped = PLACEHOLDER, True
+    write_bytes(path, model.SerializeToString())
+    if stamped:
+        stamp([path])
+
+
+def _same_outputs(compiled: Runner, source: Runner, feeds, shown: str, path: Path, soc: Soc) -> None:
+    for f in feeds:
+        if not all(np.array_equal(a, b) for a, b in zip(compiled.run(f), source.run(f))):
+            raise ExportFailedError(
+                f"{shown} gives other outputs than {path.name} on the HTP simulator as {soc.name}; rerun with "
+                "--debug and report it"
+            )
+
+
+def precompile(path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
+    """Each SoC of ``socs`` (``SM8650,SM8750``) its precompiled file beside the NPU file at ``path``, checked on
+    ``feeds`` (one text each) against the QDQ model on the same SoC's simulator; what each is (the manifest's
+    entries). ExportFailedError if one differs."""
+    entries = []
+    for soc in parse_socs(socs.split(",")):
+        dest = path.with_name(soc.file_name)
+        dest.unlink(missing_ok=True)  # QNN refuses to write over a compiled file
+        try:
+            t0 = time.perf_counter()
+            htp.compile_context(path, dest, soc)
+            compile_seconds = time.perf_counter() - t0
+            _own_facts(dest, soc)
+            t1 = time.perf_counter()
+            compiled = Runner(dest, soc=soc)
+            load_seconds = time.perf_counter() - t1
+            _same_outputs(compiled, Runner(path, soc=soc), feeds, f"{dest.name} (compiled for {soc.name})", path, soc)
+        except BaseException:
+            dest.unlink(missing_ok=True)  # nothing half-checked stays
+            raise
+        entries.append(
+            {
+                "soc": soc.name,
+                "name": soc.marketing,
+                "htp_arch": soc.htp_arch,
+                "soc_model": soc.soc_model,
+                "file": dest.name,
+                "bytes": dest.stat().st_size,
+                "sha256": sha256_file(dest),
+                "compile_seconds": round(compile_seconds, 2),
+                "load_seconds": round(load_seconds, 3),
+                "checked_texts": len(feeds),
+            }
+        )
+    return entries

@@ -1,0 +1,46 @@
+"""The export's stage that precompiles a checked, embedded file for named devices (``--soc``: the NPU file's
+EPContext models), through its format's ``precompile``; each one is checked by it before it is kept."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..core.signature import INPUT_NAMES
+from ..parity.checker import Checked
+from .context import ExportRun
+
+
+def _feeds(golden: list[dict], length: int) -> list[dict[str, np.ndarray]]:
+    """The golden examples' inputs (one text each), and one text of the file's whole length."""
+    rows = [(g["input_ids"], g["token_type_ids"]) for g in golden]
+    full = np.random.default_rng(0).integers(5, 100, size=length)
+    rows.append((full.tolist(), [0] * length))
+    out = []
+    for ids, types in rows:
+        a = np.asarray([ids], np.int64)
+        out.append({INPUT_NAMES[0]: a, INPUT_NAMES[1]: np.ones_like(a), INPUT_NAMES[2]: np.asarray([types], np.int64)})
+    return out
+
+
+def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
+    """Each artifact of ``checked`` whose format precompiles, precompiled for ``--soc``; the files written."""
+    written: list[str] = []
+    if not run.options.soc:
+        return written
+    for r in checked.results:
+        fmt = backends.load(r.backend)
+        precompile = getattr(fmt, "precompile", None)  # base.Format: only the NPU file's format has it
+        if precompile is None:
+            continue
+        length = int((r.stats.get("qnn") or {}).get("sequence_length") or run.max_len)
+        with run.progress.step(f"precompiling {r.file} for {run.options.soc} (QNN, checked on each SoC's simulator)"):
+            entries = precompile(run.staging / r.file, run.options.soc, _feeds(checked.tally.golden, length))
+        r.stats["precompiled"] = entries
+        written += [e["file"] for e in entries]
+        for e in entries:
+            run.progress.say(
+                f"{e['file']}: {e['bytes']:,} B for {e['soc']} ({e['name']}, HTP v{e['htp_arch']}), outputs equal to "
+                f"{r.file}'s on {e['checked_texts']} texts; loads in {e['load_seconds']} s"
+            )
+    return written
