@@ -210,6 +210,10 @@ def test_soc_writes_a_precompiled_file_per_soc_equal_to_the_qdq_model_there(tiny
         np.testing.assert_array_equal(got, want)
     app = load(result.out / "model.SM8750.qnn.onnx")  # the one file alone: tokenizer and labels inside it
     assert app.backend is Backend.QNN
+    size = result.report["artifacts"][0]["size"]  # the compiled files' bytes in the size section
+    assert [(c["soc"], c["bytes"]) for c in size["precompiled"]] == [
+        (n, (result.out / f"model.{n}.qnn.onnx").stat().st_size) for n in ("SM8650", "SM8750")
+    ]
 
 
 def test_precompile_refuses_a_compiled_file_that_differs_from_its_qdq_model(

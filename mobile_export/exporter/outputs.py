@@ -12,7 +12,7 @@ from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BudgetError, ExportFailedError, ParityError
 from ..core.files import FAILED_REPORT, LABELS, MANIFEST, REPORT_HTML, REPORT_JSON, REPORT_MD, TOKENIZER_DIR
 from ..core.fsutil import publish, write_json
-from ..measure.size import SizeEntry, size_entry
+from ..measure.size import SizeEntry, precompiled_sizes, size_entry
 from ..model.summary import model_summary
 from ..parity.artifact import ArtifactResult
 from ..parity.checker import Checked
@@ -54,7 +54,7 @@ def measure_sizes(
     options = run.options
     with run.progress.step("size breakdown" + (" and memory" if options.measure_memory else "")):
         try:
-            return [
+            entries = [
                 size_entry(
                     run.staging / r.file,
                     summary,
@@ -67,6 +67,10 @@ def measure_sizes(
                 )
                 for r in checked.results
             ]
+            for entry, r in zip(entries, checked.results):
+                if r.stats.get("precompiled"):
+                    entry["precompiled"] = precompiled_sizes(entry, r.stats["precompiled"])
+            return entries
         except ArtifactLoadError as exc:  # we just wrote and checked them: our failure, not the user's
             raise ExportFailedError(str(exc)) from exc
 

@@ -155,6 +155,7 @@ class SizeEntry(TypedDict, total=False):
     sharing_verdict: str
     memory: dict[str, int]  # MemoryFigures.to_dict()
     budgets: list[dict[str, Any]]
+    precompiled: list[dict[str, Any]]  # the NPU file compiled per SoC (``precompiled_sizes``)
 
 
 def breakdown(
@@ -314,6 +315,21 @@ def size_entry(
     return entry
 
 
+def precompiled_sizes(entry: SizeEntry, compiled: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each file compiled from the artifact of ``entry`` (``--soc``): its bytes and what it adds over the artifact
+    (QNN's context holds each stored weight once: a context of the same model with each layer's copy of the shared
+    weights made distinct is larger by about their bytes, BENCHMARKS.md "The phone's NPU")."""
+    return [
+        {
+            "file": c["file"],
+            "soc": c["soc"],
+            "bytes": int(c["bytes"]),
+            "over_model_bytes": int(c["bytes"]) - int(entry["bytes"]),
+        }
+        for c in compiled
+    ]
+
+
 def format_overhead(e: SizeEntry | dict) -> int:
     """Bytes of the artifact that are neither weights, other constants nor its embedded assets."""
     return int(e.get("overhead_bytes", 0)) - int(e.get("other_constants_bytes", 0)) - int(e.get("embedded_bytes", 0))
@@ -344,6 +360,10 @@ def format_entry(e: SizeEntry) -> str:
     lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
     if e.get("memory_sharing_verdict"):
         lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
+    for c in e.get("precompiled", []):
+        lines.append(
+            f"  precompiled for {c['soc']}: {c['file']} {_mb(c['bytes'])}, {c['over_model_bytes']:,} B over {e['file']}"
+        )
     if e.get("memory"):
         m = e["memory"]
         lines.append(

@@ -199,6 +199,10 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
             rows.append(["model RAM (load + run)"] + [mib(m.model_rss_bytes) for m, _ in measured])
             rows.append(["RAM / file"] + [f"{m.model_rss_bytes / s.get('bytes', 0):.2f}x" for m, s in measured])
             rows.append([PEAK_LABEL] + [mib(m.peak_rss_bytes, 0) for m, _ in measured])
+        socs = sorted({c["soc"] for _, s in sized for c in s.get("precompiled", [])})
+        for soc in socs:  # the NPU file compiled per SoC (--soc): its bytes, and whether the shared layer stayed once
+            cells = [next((c for c in s.get("precompiled", []) if c["soc"] == soc), None) for _, s in sized]
+            rows.append([f"precompiled for {soc}"] + ["" if c is None else f"{c['bytes']:,}" for c in cells])
         out.append(("Size (bytes)", ["part"] + [a.file for a, _ in sized], rows))
     return out
 

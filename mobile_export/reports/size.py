@@ -12,7 +12,7 @@ from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON
 from ..measure.budgets import budget_verdict, resolve_budget
-from ..measure.size import SizeEntry, size_entry
+from ..measure.size import SizeEntry, precompiled_sizes, size_entry
 from ..model.summary import config_summary
 from .records import kept_fp32, mismatch
 
@@ -91,5 +91,24 @@ def size_report(
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
         entry = size_entry(path, info, chosen, int8_embeddings, positions, None, measure, kept)
         entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
+        compiled = _precompiled_beside(path)
+        if compiled:
+            entry["precompiled"] = precompiled_sizes(entry, compiled)
         entries.append(entry)
     return entries
+
+
+def _precompiled_beside(path: Path) -> list[dict]:
+    """The files the export's report.json beside ``path`` says were compiled from it (``--soc``) and still are
+    there, with their bytes as they are now."""
+    import json
+
+    report = path.parent / REPORT_JSON
+    try:
+        r = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
+        entry: dict = next((a for a in r.get("artifacts", []) if a.get("file") == path.name), {})
+        compiled = (entry.get("stats") or {}).get("precompiled") or []
+    except (ValueError, AttributeError, TypeError):
+        return []
+    beside = [(c, path.parent / str(c.get("file"))) for c in compiled if isinstance(c, dict)]
+    return [{**c, "bytes": f.stat().st_size} for c, f in beside if f.is_file()]

@@ -91,4 +91,4 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
         seen.setdefault(digest, name)
     if copies:
         return False, f"{len(copies)} weight(s) stored twice ({'; '.join(copies[:3])})"
-    return True, f"each of the {len(seen)} weight tensors stored once; the HTP's context holds each once"
+    return True, f"each of the {len(seen)} weight tensors stored once (what QNN compiles the HTP's context from)"
