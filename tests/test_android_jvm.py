@@ -254,3 +254,48 @@ def test_library_answer_from_the_lone_file_matches_python(tmp_path, tiny_checkpo
     ]
     print(f"\n{kind} question answering: JVM TextModel (onnxruntime {version}) equals mobile_export.load under "
           f"Python onnxruntime {version}; vs the pinned Python onnxruntime: max |score diff| {worst:.1e}")
+
+
+@pytest.mark.parametrize("task", ["text-classification", "token-classification"])
+def test_app_npu_runner_pads_cuts_and_falls_back(tmp_path, tiny_checkpoint, shared_export, task):
+    """The app's OrtRunner on the NPU file: onHtp is refused where ONNX Runtime has no QNN provider (the desktop
+    build, as a phone without an HTP: the app runs model.onnx then); on the CPU provider the same runner pads to the
+    file's length and cuts per-token outputs back, giving Python's padded run of the same session options; a text
+    longer than the file's length is refused."""
+    classpath, ort_py, version = _jvm_env()
+    from mobile_export import Backend, ExportOptions, Thresholds
+
+    ckpt = tiny_checkpoint(task, "wordpiece")
+    # the app's calling convention is what is checked here, not parity (test_qnn and test_roundtrip gate that)
+    gates_off = Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0)
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, thresholds=gates_off)).out
+    ids = [2, 17, 33, 41, 5, 3]
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmNpuCheck", str(out / "model.qnn.onnx"),
+                           ",".join(map(str, ids))], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("htp: refused") for line in lines), proc.stdout
+    assert "fixed 128" in lines and any(line.startswith("longer: refused (the NPU file takes at most 128") for line in lines)
+    java = [np.array([float(v) for v in line.split(":", 1)[1].split()]) for line in lines if line.startswith("out ")]
+    script = (
+        "import json, sys, numpy as np, onnxruntime as ort\n"
+        "o = ort.SessionOptions(); o.add_session_config_entry('session.x64quantprecision', '1')\n"
+        "o.intra_op_num_threads = 1; o.inter_op_num_threads = 1\n"
+        "s = ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])\n"
+        "ids = json.loads(sys.argv[2]); n = len(ids); row = np.zeros((1, 128), np.int64); row[0, :n] = ids\n"
+        "mask = np.zeros((1, 128), np.int64); mask[0, :n] = 1\n"
+        "feeds = {'input_ids': row, 'attention_mask': mask, 'token_type_ids': np.zeros((1, 128), np.int64)}\n"
+        "feeds = {i.name: feeds[i.name] for i in s.get_inputs()}\n"
+        "outs = s.run(None, feeds)\n"
+        "print(json.dumps([(o[:, :n] if o.ndim == 3 else o).ravel().tolist() for o in outs]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=ort_py)
+    py = subprocess.run([sys.executable, "-c", script, str(out / "model.qnn.onnx"), json.dumps(ids)],
+                        capture_output=True, text=True, timeout=600, env=env)
+    assert py.returncode == 0, py.stderr[-2000:]
+    python = [np.array(v) for v in json.loads(py.stdout)]
+    assert [a.size for a in java] == [b.size for b in python]  # per-token outputs cut to the text's 6 rows
+    if task == "token-classification":
+        assert java[0].size == len(ids) * python[0].size // len(ids) and python[0].size % len(ids) == 0
+    for a, b in zip(java, python):
+        assert float(np.max(np.abs(a - b))) <= 1e-4, float(np.max(np.abs(a - b)))

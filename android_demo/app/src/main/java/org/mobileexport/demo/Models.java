@@ -82,6 +82,18 @@ final class Models implements AutoCloseable {
                 out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append("\n\n");
             }
         }
+        if (assets.exists("model.qnn.onnx")) { // the NPU file: where the phone has no HTP, model.onnx below runs
+            try {
+                String name = npuFile(assets);
+                File qnn = copy(assets, manifest, name, dir);
+                long t0 = System.nanoTime();
+                OrtRunner runner = OrtRunner.onHtp(qnn);
+                m.add(runner, t0, m.selfTest(runner, qnn, manifest.selfTestTolerance("model.qnn.onnx"), golden), golden, out);
+            } catch (Exception | Error e) {
+                out.append("✗ the NPU file did not load on this phone's HTP (the CPU model.onnx runs): ")
+                        .append(describe(e)).append("\n\n");
+            }
+        }
         if (assets.exists("model.onnx")) {
             try {
                 if (assets.exists("model.onnx.data")) { // the weights, read by ONNX Runtime from beside the graph
@@ -100,6 +112,13 @@ final class Models implements AutoCloseable {
         }
         m.status = out.toString().trim();
         return m;
+    }
+
+    /** The NPU file precompiled for this phone's SoC (exported with --soc) when there is one, else the QDQ model. */
+    private static String npuFile(AndroidAssets assets) {
+        String soc = android.os.Build.VERSION.SDK_INT >= 31 ? android.os.Build.SOC_MODEL : "";
+        String compiled = "model." + soc + ".qnn.onnx";
+        return !soc.isEmpty() && assets.exists(compiled) ? compiled : "model.qnn.onnx";
     }
 
     private static File copy(AndroidAssets assets, Manifest manifest, String name, File dir) throws Exception {

@@ -7,25 +7,89 @@ import ai.onnxruntime.OrtSession;
 import java.io.File;
 import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.json.JSONArray;
+import org.json.JSONException;
+import org.json.JSONObject;
 import org.mobileexport.core.CarriedAssets;
 import org.mobileexport.core.Encoding;
 import org.mobileexport.core.ModelRunner;
 
 /**
- * model.onnx through ONNX Runtime's Android library (CPU execution provider); the assets the file carries are
- * its custom metadata.
+ * model.onnx through ONNX Runtime's Android library (CPU execution provider), or the NPU file (model.qnn.onnx,
+ * or model.SOC.qnn.onnx precompiled for this phone's SoC) on the Hexagon HTP through the QNN execution provider
+ * ({@link #onHtp}); the assets the file carries are its custom metadata.
  */
 final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
+    /** Where the NPU file records its fixed length and its per-token outputs (backends/qnn/metadata.py). */
+    static final String QNN_FACTS_KEY = "mobile_export.qnn";
+
     private final OrtEnvironment env = OrtEnvironment.getEnvironment();
     private final OrtSession session;
+    private final int fixedLength; // the NPU file's one sequence length; 0: any length (the CPU file)
+    private final Set<String> perToken = new HashSet<>(); // outputs with one row per token, cut back after padding
 
     /** Loads the model from a file path: ONNX Runtime reads it natively, never as a Java byte[] copy. */
     OrtRunner(File model) throws OrtException {
-        try (OrtSession.SessionOptions options = sessionOptions(Runtime.getRuntime().availableProcessors())) {
+        this(model, sessionOptions(Runtime.getRuntime().availableProcessors()));
+    }
+
+    /** Loads the model with {@code options} (closed here; the session keeps what it needs). */
+    OrtRunner(File model, OrtSession.SessionOptions options) throws OrtException {
+        try (options) {
             session = env.createSession(model.getAbsolutePath(), options); // the session keeps a copy
         }
+        String facts = carried(QNN_FACTS_KEY);
+        if (facts == null) {
+            fixedLength = 0;
+            return;
+        }
+        try {
+            JSONObject recorded = new JSONObject(facts);
+            fixedLength = recorded.getInt("sequence_length");
+            JSONArray names = recorded.optJSONArray("per_token_outputs");
+            for (int k = 0; names != null && k < names.length(); k++) {
+                perToken.add(names.getString(k));
+            }
+        } catch (JSONException e) {
+            session.close();
+            throw new IllegalStateException(model.getName() + " carries unreadable " + QNN_FACTS_KEY + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The NPU file on this phone's HTP, every node on it (CPU fallback disabled: a session that loads runs on the
+     * NPU). Throws {@link OrtException} where the phone has no HTP or ONNX Runtime was built without QNN: the app
+     * then runs the CPU model.onnx.
+     */
+    static OrtRunner onHtp(File model) throws OrtException {
+        return new OrtRunner(model, htpOptions());
+    }
+
+    /** The options of an HTP session: ONNX Runtime's Android API, SessionOptions.addQnn with the HTP backend. */
+    static OrtSession.SessionOptions htpOptions() throws OrtException {
+        OrtSession.SessionOptions options = new OrtSession.SessionOptions();
+        try {
+            options.addConfigEntry("session.disable_cpu_ep_fallback", "1");
+            Map<String, String> qnn = new HashMap<>();
+            qnn.put("backend_path", "libQnnHtp.so"); // the phone finds its SoC itself; the simulator is told it
+            options.addQnn(qnn);
+            return options;
+        } catch (OrtException | RuntimeException e) {
+            options.close();
+            throw e;
+        }
+    }
+
+    /** The file's one sequence length (the NPU file), or 0 when it takes any length. */
+    int fixedLength() {
+        return fixedLength;
     }
 
     /** ONNX Runtime's session option that keeps x86 CPUs without VNNI off their saturating int8 kernel. */
@@ -60,14 +124,23 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
 
     @Override
     public float[][] runAll(Encoding in) throws OrtException {
-        long[] shape = {1, in.length()};
+        int n = in.length();
+        if (fixedLength > 0 && n > fixedLength) {
+            throw new IllegalArgumentException("the NPU file takes at most " + fixedLength + " tokens, got " + n
+                    + ": cut the text there, or export with a larger --max-seq-len");
+        }
+        int length = fixedLength > 0 ? fixedLength : n; // the NPU file: right-padded with id 0, mask 0
+        long[] shape = {1, length};
         Map<String, OnnxTensor> feeds = new HashMap<>();
         try {
-            feeds.put("input_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.inputIds), shape));
-            feeds.put("attention_mask", OnnxTensor.createTensor(env, LongBuffer.wrap(in.attentionMask), shape));
+            feeds.put("input_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.inputIds, length)), shape));
+            feeds.put("attention_mask",
+                    OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.attentionMask, length)), shape));
             if (session.getInputNames().contains("token_type_ids")) { // every family's but DistilBERT's
-                feeds.put("token_type_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(in.tokenTypeIds), shape));
+                feeds.put("token_type_ids",
+                        OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.tokenTypeIds, length)), shape));
             }
+            List<String> names = new ArrayList<>(session.getOutputNames());
             try (OrtSession.Result result = session.run(feeds)) {
                 // every element of the batch of one, whatever the rank: [1, classes], [1, tokens, vocabulary], ...
                 float[][] outputs = new float[result.size()][];
@@ -76,7 +149,9 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
                     if (values == null) { // a top-k head's positions and ids are int64
                         throw new IllegalStateException("output " + k + " of the model is not a float tensor");
                     }
-                    outputs[k] = new float[values.remaining()];
+                    // a per-token output of the padded run: only the text's own n rows
+                    int keep = perToken.contains(names.get(k)) ? values.remaining() / length * n : values.remaining();
+                    outputs[k] = new float[keep];
                     values.get(outputs[k]);
                 }
                 return outputs;
@@ -88,9 +163,13 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
         }
     }
 
+    private static long[] padded(long[] values, int length) {
+        return values.length == length ? values : Arrays.copyOf(values, length);
+    }
+
     @Override
     public String name() {
-        return "ONNX Runtime .onnx";
+        return fixedLength > 0 ? "ONNX Runtime .qnn.onnx" : "ONNX Runtime .onnx";
     }
 
     @Override
