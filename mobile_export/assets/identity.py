@@ -71,6 +71,18 @@ def stamp(files: list[Path]) -> str:
     return MARKER + digest
 
 
+def restamp(path: Path, carried: str) -> str:
+    """The file at ``path``, which carries another file's identity ``carried`` (a file derived from a stamped one),
+    given its own: ``carried`` overwritten by the placeholder (the same length), then stamped; returns the value."""
+    hits = _find(path, carried.encode())
+    if len(hits) != 1:
+        raise ValueError(f"{path.name} carries the identity {carried[:32]}... {len(hits)} times, not once")
+    with open(path, "r+b") as f:
+        f.seek(hits[0])
+        f.write(PLACEHOLDER.encode())
+    return stamp([path])
+
+
 def verify(files: list[Path], value: str, shown: str) -> None:
     """Refuse (ArtifactLoadError) files whose bytes are not the ones the carried ``value`` was computed over."""
     digits = value[len(MARKER) :] if isinstance(value, str) and value.startswith(MARKER) else ""

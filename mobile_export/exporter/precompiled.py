@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from ..assets.identity import restamp
+from ..core.fsutil import sha256_file
 from ..core.signature import INPUT_NAMES
 from ..parity.checker import Checked
 from .context import ExportRun
@@ -37,6 +39,11 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
         length = int((r.stats.get("qnn") or {}).get("sequence_length") or run.max_len)
         with run.progress.step(f"precompiling {r.file} for {run.options.soc} (QNN, checked on each SoC's simulator)"):
             entries = precompile(run.staging / r.file, run.options.soc, _feeds(checked.tally.golden, length))
+        carried = (r.stats.get("embedded") or {}).get("identity")
+        for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)
+            if carried:
+                e["identity"] = restamp(run.staging / e["file"], carried)
+                e["sha256"] = sha256_file(run.staging / e["file"])
         r.stats["precompiled"] = entries
         written += [e["file"] for e in entries]
         for e in entries:

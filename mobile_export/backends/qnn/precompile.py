@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ...assets.embedded import IDENTITY_KEY
-from ...assets.identity import PLACEHOLDER, stamp
 from ...core.errors import ExportFailedError
 from ...core.fsutil import sha256_file, write_bytes
 from . import htp
@@ -22,19 +20,15 @@ from ...core.socs import Soc, parse_socs
 
 
 def _own_facts(path: Path, soc: Soc) -> None:
-    """Record in the compiled file which SoC it is for and give it its own identity (it carries the QDQ model's)."""
+    """Record in the compiled file which SoC it is for (it carries the QDQ model's metadata, identity included: the
+    export gives it its own, ``exporter.precompiled``)."""
     import onnx
 
     model = onnx.load(str(path))
-    stamped = False
     for p in model.metadata_props:
         if p.key == META_KEY:
             p.value = json.dumps({**json.loads(p.value), "compiled_for": soc.name, "htp_arch": soc.htp_arch})
-        elif p.key == IDENTITY_KEY:
-            p.value, stamped = PLACEHOLDER, True
     write_bytes(path, model.SerializeToString())
-    if stamped:
-        stamp([path])
 
 
 def _same_outputs(compiled: Runner, source: Runner, feeds, shown: str, path: Path, soc: Soc) -> None:
