@@ -134,6 +134,24 @@ def test_simulators_side_by_side_give_each_text_its_own_outputs_in_order(tiny_ch
         pool.close()
 
 
+def test_simulators_start_from_a_script_without_a_main_guard(tiny_checkpoint, shared_export, tmp_path):
+    """A user's script that calls the library at top level (no ``if __name__ == "__main__"``): the simulator
+    processes must not import it again (multiprocessing's spawn did, and the pool broke)."""
+    import subprocess
+    import sys
+
+    _, result = _export(tiny_checkpoint, shared_export)
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "from mobile_export import backends, Backend\n"
+        f"pool = backends.load(Backend.QNN).Pool({str(result.out / 'model.qnn.onnx')!r}, 2)\n"
+        "print('length', pool.length)\n"
+        "pool.close()\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and "length 128" in proc.stdout, proc.stderr[-2000:]
+
+
 def test_npu_sample_sets_the_texts_the_simulator_runs(tiny_checkpoint, shared_export, tmp_path, capsys):
     """--npu-sample N runs the first N of each length bucket, all runs every text the file takes; the report says
     how many of which; a count below 1, or one with --ray, is refused."""
