@@ -43,7 +43,7 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
         for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)
             if carried:
                 e["identity"] = restamp(run.staging / e["file"], carried)
-                e["sha256"] = sha256_file(run.staging / e["file"])
+            e["sha256"] = sha256_file(run.staging / e["file"])
         r.stats["precompiled"] = entries
         written += [e["file"] for e in entries]
         for e in entries:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.signature import INPUT_NAMES
+from ...core.socs import SIMULATED, SOCS, Soc
 from ..base import ExportStats
-from .htp import HTP_ARCH, SOC, SOC_MODEL
 
 
 def usage(stats: ExportStats) -> dict[str, Any]:
@@ -23,20 +23,17 @@ def usage(stats: ExportStats) -> dict[str, Any]:
             "loop": f"right-pad every input to {length} tokens (id 0, attention_mask 0); read the first n "
             f"positions of per-token outputs ({', '.join(qnn.get('per_token_outputs', [])) or 'none'})",
         },
-        "provider_options": {"backend_path": "libQnnHtp.so", "soc_model": SOC_MODEL, "htp_arch": HTP_ARCH},
+        "provider_options": _provider_options(SIMULATED),
         "session_config": {"session.disable_cpu_ep_fallback": "1"},
-        "checked_on": f"QNN HTP simulator as {SOC} (soc_model {SOC_MODEL}, v{HTP_ARCH})",
+        "checked_on": f"QNN HTP simulator as {SIMULATED.name} (soc_model {SIMULATED.soc_model}, v{SIMULATED.htp_arch})",
         # --soc: the same model compiled for each SoC, loaded with that SoC's provider options, no compile on device
         "precompiled": [
-            {
-                "soc": e["soc"],
-                "file": e["file"],
-                "provider_options": {
-                    "backend_path": "libQnnHtp.so",
-                    "soc_model": e["soc_model"],
-                    "htp_arch": e["htp_arch"],
-                },
-            }
+            {"soc": e["soc"], "file": e["file"], "provider_options": _provider_options(SOCS[e["soc"]])}
             for e in stats.get("precompiled", [])
         ],
     }
+
+
+def _provider_options(soc: Soc) -> dict[str, str]:
+    """The QNN provider options an app passes for ``soc``'s HTP."""
+    return {"backend_path": "libQnnHtp.so", "soc_model": soc.soc_model, "htp_arch": soc.htp_arch}

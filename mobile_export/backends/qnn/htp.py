@@ -10,8 +10,6 @@ from typing import Any
 from ...core.socs import SIMULATED, Soc
 
 EP_NAME = "QNNExecutionProvider"
-# The SoC the simulator is configured as by default (QNN's soc_model id and HTP architecture): Snapdragon 8 Gen 3
-SOC, SOC_MODEL, HTP_ARCH = SIMULATED.name, SIMULATED.soc_model, SIMULATED.htp_arch
 MASKED = -1.0e4  # the additive attention mask a 16-bit activation range holds next to real scores (DESIGN.md)
 
 _registered: list[bool] = []
@@ -84,5 +82,5 @@ def version() -> str:
     sdk_version = f" (QNN SDK {qnn})" if qnn else ""
     return (
         f"onnxruntime {onnxruntime.__version__}, onnxruntime-qnn {onnxruntime_qnn.__version__}{sdk_version}; "
-        f"HTP v{HTP_ARCH} of {SOC}"
+        f"HTP v{SIMULATED.htp_arch} of {SIMULATED.name}"
     )

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import ExportFailedError
-from ...core.fsutil import sha256_file, write_bytes
+from ...core.socs import Soc, parse_socs
+from ...core.fsutil import write_bytes
 from . import htp
 from .metadata import META_KEY
 from .runner import Runner
-from ...core.socs import Soc, parse_socs
 
 
 def _own_facts(path: Path, soc: Soc) -> None:
@@ -68,7 +68,6 @@ def precompile(path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) ->
                 "soc_model": soc.soc_model,
                 "file": dest.name,
                 "bytes": dest.stat().st_size,
-                "sha256": sha256_file(dest),
                 "compile_seconds": round(compile_seconds, 2),
                 "load_seconds": round(load_seconds, 3),
                 "checked_texts": len(feeds),

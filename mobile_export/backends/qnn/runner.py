@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import BadInputError
+from ...core.socs import SIMULATED, Soc
 from . import htp
 from .metadata import META_KEY
-from ...core.socs import SIMULATED, Soc
 
 
 def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict[str, np.ndarray]:
