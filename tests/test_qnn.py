@@ -15,7 +15,9 @@ from mobile_export.backends.qnn import htp
 from mobile_export.backends.qnn.metadata import facts
 from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
-from mobile_export.exporter.calibration import calibration_texts
+from mobile_export.exporter.calibration import MAX_UNKNOWN, calibration_for, calibration_texts, unknown_share
+from mobile_export.parity.corpus import load_reviews
+from mobile_export.parity.texts import ENGLISH
 from mobile_export.parity.metrics import bucket_of
 
 QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False, soc="SM8650,sm8750")
@@ -287,6 +289,68 @@ def test_calibration_leaves_out_the_parity_texts(tmp_path):
         calibration_texts(str(tmp_path / "missing.txt"), [], None)
     demo = calibration_texts(None, [], None, count=3)  # the demo corpus' training split
     assert len(demo) == 3 and all(demo)
+
+
+def _tokenizer(folder):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def test_default_calibration_follows_the_vocabulary(tiny_checkpoint, tmp_path):
+    """The demo's Chinese reviews stay the default for a vocabulary that reads them; an English-only vocabulary gets
+    the built-in English text and a note; one that reads neither is refused; a user's file that fits badly is kept
+    with a note."""
+    from mobile_export.demo import MODEL_DIR
+
+    demo = calibration_for(None, [], None, _tokenizer(MODEL_DIR))
+    assert demo.source.startswith("the demo's training reviews") and demo.note is None
+    assert demo.unknown_share <= MAX_UNKNOWN and len(demo.texts) == 64
+    english = _tokenizer(tiny_checkpoint("text-classification", "wordpiece", texts=ENGLISH))
+    chosen = calibration_for(None, ENGLISH, None, english)
+    assert chosen.source == "built-in English text" and chosen.unknown_share <= MAX_UNKNOWN
+    assert chosen.note is not None and "(Chinese) are 9" in chosen.note, chosen.note  # 96% unknown
+    assert not set(chosen.texts) & set(ENGLISH)
+    digits = _tokenizer(tiny_checkpoint("text-classification", "wordpiece", texts=["0 1 2 3 4 5 6 7 8 9"]))
+    with pytest.raises(BadInputError, match="mostly unknown tokens to this tokenizer .*pass --calibration FILE"):
+        calibration_for(None, [], None, digits)
+    reviews = tmp_path / "reviews.txt"
+    reviews.write_text("\n".join(t for t, _ in load_reviews()["train"][:80]), encoding="utf-8")
+    mine = calibration_for(str(reviews), [], None, english)  # the user's choice stands, with a warning
+    assert mine.source == str(reviews) and mine.unknown_share > 0.5 and "unknown to the tokenizer" in (mine.note or "")
+    assert unknown_share(english, ["the the the"]) == 0.0
+
+
+def test_an_english_vocabulary_exports_to_the_npu_with_default_options(tiny_checkpoint, tmp_path, capsys):
+    """An English-only WordPiece classifier (the Chinese reviews are 96% unknown tokens to it) calibrates on the
+    built-in English text, says so, records it, and passes its gates on the HTP."""
+    ckpt = tiny_checkpoint("text-classification", "wordpiece", texts=ENGLISH)
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "en"), "--backend", "qnn", "--no-memory"]) == 0
+    assert "note: calibrating the NPU file on built-in English text" in capsys.readouterr().err
+    recorded = facts(onnx.load(str(tmp_path / "en" / "model.qnn.onnx")))
+    assert recorded["calibration_source"] == "built-in English text" and recorded["range_headroom"] == 2.0
+
+
+def test_range_headroom_keeps_a_text_beyond_the_calibrated_range_from_clipping(tiny_checkpoint, tmp_path, monkeypatch):
+    """Measured: this classifier gives one parity text a logit 1.7x the largest its calibration texts showed; with
+    the ranges as calibrated that logit is clipped (13.6 dB, exit 3), with the default headroom it passes."""
+    from mobile_export.backends.qnn import ranges
+
+    ckpt = tiny_checkpoint("text-classification", "wordpiece")
+    args = ["--backend", "qnn", "--no-memory", "--quiet"]
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "wide"), *args]) == 0
+    monkeypatch.setitem(ranges.HEADROOM, 16, 1.0)
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "tight"), *args]) == 3
+    assert not (tmp_path / "tight" / "model.qnn.onnx").exists()
+
+
+def test_widened_ranges_keep_zero_and_the_mask():
+    from mobile_export.backends.qnn.htp import MASKED
+    from mobile_export.backends.qnn.ranges import widened
+
+    low, high = widened(np.array([-1.5, 0.5, MASKED, -3.0], np.float32), np.array([2.0, 4.0, 3.0, -1.0], np.float32), 2)
+    assert low.tolist() == [-3.0, 0.5, MASKED, -6.0] and high.tolist() == [4.0, 8.0, 6.0, -1.0]
+    assert low.dtype == np.float32
 
 
 def test_the_npu_suffix_names_its_format():

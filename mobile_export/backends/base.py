@@ -38,6 +38,7 @@ class Plan:
     int8_table: bool = False  # int8 with embeddings: the word table stored at 8 bits too (``--keep-fp32-embeddings``)
     # a statically quantized format's calibration texts as (token ids, type ids), unpadded (``BackendInfo.calibrated``)
     calibration: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
+    calibration_source: str = ""  # where those texts come from (the NPU file records it)
 
     def dynamic_shapes(self) -> dict[str, dict[int, Any]]:
         """torch.export's dynamic shapes of the artifact's inputs."""

@@ -24,6 +24,7 @@ from ..model.reference import Example, tokenize
 from ..parity.checker import ParitySource
 from ..parity.data import ParityData, read_parity_file
 from ..parity.diagnosis import SAMPLE_LENGTH, SAMPLE_TEXTS
+from .calibration import Calibration, calibration_for
 from .options import ExportOptions
 
 
@@ -83,18 +84,21 @@ class ExportRun:
         return ParitySource.build(self.loaded.tokenizer, self.data, self.max_len)
 
     @cached_property
-    def calibration_texts(self) -> list[str]:
-        """The texts a statically quantized format calibrates on (``calibration.calibration_texts``)."""
-        from .calibration import calibration_texts
-
+    def calibration_choice(self) -> Calibration:
+        """The texts a statically quantized format calibrates on and their source (``calibration.calibration_for``);
+        the export says why when it is not the default or fits the vocabulary badly."""
         source = self.parity_source()
-        return calibration_texts(self.options.calibration, (*source.before, *source.after), self.data)
+        parity = (*source.before, *source.after)
+        chosen = calibration_for(self.options.calibration, parity, self.data, self.loaded.tokenizer)
+        if chosen.note:
+            self.progress.say(f"note: {chosen.note}")
+        return chosen
 
     def calibration(self, length: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-        """(ids, type ids) of ``calibration_texts``, each cut to ``length`` tokens as the tokenizer truncates;
+        """(ids, type ids) of the calibration texts, each cut to ``length`` tokens as the tokenizer truncates;
         tokenized once per length (``plan`` is asked again by the conversion check and the repairs)."""
         if length not in self.calibrated:
-            examples = tokenize(self.loaded.tokenizer, self.calibration_texts, length)
+            examples = tokenize(self.loaded.tokenizer, self.calibration_choice.texts, length)
             self.calibrated[length] = tuple(
                 (tuple(ex.feeds["input_ids"][0].tolist()), tuple(ex.feeds["token_type_ids"][0].tolist()))
                 for ex in examples
@@ -130,4 +134,5 @@ class ExportRun:
             signature=self.loaded.family.signature,
             int8_table=self.options.quant is Quant.INT8 and self.options.quantize_embeddings,
             calibration=self.calibration(max_len) if info.calibrated else (),
+            calibration_source=self.calibration_choice.source if info.calibrated else "",
         )

@@ -15,6 +15,7 @@ import numpy as np
 from ..base import ExportStats, Plan
 from .htp import MASKED
 from .metadata import META_KEY
+from .ranges import HEADROOM, quantize_with_headroom
 
 if TYPE_CHECKING:
     import torch
@@ -63,7 +64,7 @@ class _Calibration:
 def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
     """Write ``wrapper`` to ``dest`` as a QDQ model for the HTP at ``plan.max_len`` tokens (batch 1)."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize
+    from onnxruntime.quantization import QuantType
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
 
     from quantize.onnx_dynamic import dedupe_initializers
@@ -103,7 +104,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
                 per_channel=True,
                 init_overrides=overrides,
             )
-            quantize(str(source), str(dest), config)
+            quantize_with_headroom(source, dest, config, HEADROOM[bits])
     finally:
         for f in (fp32, pre):
             if f.exists():
@@ -117,6 +118,8 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "mask": MASKED,
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "calibration_texts": len(plan.calibration),
+        "calibration_source": plan.calibration_source,
+        "range_headroom": HEADROOM[bits],
     }
     entry = model.metadata_props.add()
     entry.key, entry.value = META_KEY, json.dumps(facts)
