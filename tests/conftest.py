@@ -194,7 +194,11 @@ def _artifact_cache(tmp_path_factory):
 
         def build(dest: Path):
             staged = real(dataclasses.replace(run, staging=dest), backend, wrapper, keep)
-            return [str(p) for p in backends.artifact_files(staged.path)], staged.path.name, staged.stats, staged.seconds
+            # every file the lowering left: the artifact's, and what the export reads after it (the NPU file's float
+            # model, for its diagnosis)
+            files = [str(p) for p in sorted(dest.iterdir()) if p.is_file()]
+            assert set(files) >= {str(p) for p in backends.artifact_files(staged.path)}
+            return files, staged.path.name, staged.stats, staged.seconds
 
         files, name, stats, seconds = _built_once(tmp_path_factory, f"artifact-{backend.value}", key, build)
         for f in files:

@@ -37,7 +37,7 @@ def test_qnn_file_runs_every_node_on_the_htp_and_keeps_the_shared_layer_once(tin
     model = onnx.load(str(path))
     recorded = facts(model)
     assert recorded["sequence_length"] == 128 and recorded["activations"] == "uint16"  # the default fixed length
-    assert recorded["word_table"] == "uint8 per tensor" and recorded["mask"] == -1e4
+    assert recorded["word_table"] == "uint8 per tensor" and recorded["mask"] == -100.0
     assert recorded["calibration_texts"] == 64
     for value in model.graph.input:  # one fixed shape: [1, 128]
         assert [d.dim_value for d in value.type.tensor_type.shape.dim] == [1, 128]
@@ -50,6 +50,10 @@ def test_qnn_file_runs_every_node_on_the_htp_and_keeps_the_shared_layer_once(tin
     assert size["sharing_preserved"] and size["duplicate_blob_bytes"] == 0, size["sharing_verdict"]
     # the simulator runs a sample: every length bucket, at most 8 texts each, none longer than the file's length
     assert art.parity.n_examples < result.report["parity_data"]["examples"]
+    # the diagnosis is the file's own (per tensor, by layer), not the CPU files' dynamic-int8 emulation
+    diagnosis = result.report["diagnosis"]
+    assert "emulated" not in diagnosis and len(diagnosis["npu"][0]["layer_sqnr_db"]) == 2
+    assert not list(result.out.glob("*.tmp"))  # the float model the diagnosis read stayed in the staging folder
     manifest = json.loads((result.out / "manifest.json").read_text())
     [entry] = [a for a in manifest["artifacts"] if a["backend"] == "qnn"]
     assert entry["calling_convention"]["shape"] == [1, 128]
@@ -208,6 +212,10 @@ def test_soc_writes_a_precompiled_file_per_soc_equal_to_the_qdq_model_there(tiny
 
     _, result = _export(tiny_checkpoint, shared_export)
     qdq = result.out / "model.qnn.onnx"
+    # the diagnosis is the file's own (per tensor, by layer), not the CPU files' dynamic-int8 emulation
+    diagnosis = result.report["diagnosis"]
+    assert "emulated" not in diagnosis and len(diagnosis["npu"][0]["layer_sqnr_db"]) == 2
+    assert not list(result.out.glob("*.tmp"))  # the float model the diagnosis read stayed in the staging folder
     manifest = json.loads((result.out / "manifest.json").read_text())
     [entry] = [a for a in manifest["artifacts"] if a["backend"] == "qnn"]
     assert [p["soc"] for p in entry["precompiled"]] == ["SM8650", "SM8750"]
@@ -342,14 +350,20 @@ def test_range_headroom_keeps_a_text_beyond_the_calibrated_range_from_clipping(t
     monkeypatch.setitem(ranges.HEADROOM, 16, 1.0)
     assert main(["export", str(ckpt), "--out", str(tmp_path / "tight"), *args]) == 3
     assert not (tmp_path / "tight" / "model.qnn.onnx").exists()
+    # the diagnosis per tensor names the clipped logits first in the refused file, and nothing clipped in the kept one
+    [tight] = json.loads((tmp_path / "tight" / "report.failed.json").read_text())["diagnosis"]["npu"]
+    first = tight["named"][0]
+    assert first["tensor"] == "logits" and first["clipped"] > 0.01 and first["own_db"] < 25, first
+    [wide] = json.loads((tmp_path / "wide" / "report.json").read_text())["diagnosis"]["npu"]
+    assert wide["clipped_tensors"] == 0 and all(t["clipped"] == 0 for t in wide["named"])
+    assert "model.qnn.onnx diagnosis per tensor" in (tmp_path / "wide" / "report.md").read_text()
 
 
-def test_widened_ranges_keep_zero_and_the_mask():
-    from mobile_export.backends.qnn.htp import MASKED
+def test_widened_ranges_keep_zero_inside():
     from mobile_export.backends.qnn.ranges import widened
 
-    low, high = widened(np.array([-1.5, 0.5, MASKED, -3.0], np.float32), np.array([2.0, 4.0, 3.0, -1.0], np.float32), 2)
-    assert low.tolist() == [-3.0, 0.5, MASKED, -6.0] and high.tolist() == [4.0, 8.0, 6.0, -1.0]
+    low, high = widened(np.array([-1.5, 0.5, -100, -3.0], np.float32), np.array([2.0, 4.0, 3.0, -1.0], np.float32), 2)
+    assert low.tolist() == [-3.0, 0.5, -200.0, -6.0] and high.tolist() == [4.0, 8.0, 6.0, -1.0]
     assert low.dtype == np.float32
 
 

@@ -80,6 +80,7 @@ def export(
         lowered, replaced = lower_all(run)
         checked = check_lowered(run, lowered)
         diagnosis = diagnose_int8(run, lowered)
+        npu_diagnosis = diagnose_npu(run, lowered)
         repaired: Repaired | None = None
         if diagnosis is not None and run.options.repair is not Repair.OFF and failing(checked.results):
             repaired = repair(run, lowered, checked)
@@ -101,7 +102,7 @@ def export(
             budget=run.budget,
             within_budget=not over_budget(sizes) if run.budget else None,
             timings=run.progress.timings,
-            diagnosis=diagnosis.to_json() if diagnosis is not None else None,
+            diagnosis=diagnosis_json(diagnosis, npu_diagnosis),
             repair=repair_json,
         )
         refuse_failures(run, report, sizes)
@@ -138,14 +139,38 @@ def lower_all(run: ExportRun) -> tuple[list[Lowered], list[str]]:
 
 
 def diagnose_int8(run: ExportRun, lowered: list[Lowered]) -> Diagnosis | None:
-    """Where int8's error comes from (an int8 export only), emulated for each exported runtime, and the error
-    by depth of each artifact in its real runtime."""
-    if run.options.quant is not Quant.INT8 or not run.sample:
+    """Where the CPU files' int8 error comes from (an int8 export only), emulated for each of their runtimes, and
+    the error by depth of each in its real runtime. The NPU file's static quantization is not what this emulates
+    (``diagnose_npu``)."""
+    dynamic = [x for x in lowered if not backends.get_info(x.backend).calibrated]
+    if run.options.quant is not Quant.INT8 or not run.sample or not dynamic:
         return None
-    granularities = sorted({backends.get_info(b).granularity for b in run.options.backends})
+    granularities = sorted({backends.get_info(x.backend).granularity for x in dynamic})
     sample = run.sample
     with run.progress.step(
         f"int8 diagnosis on {len(sample)} texts (emulated: {', '.join(granularities)}; each artifact by depth)"
     ):
-        artifacts = [(x.backend, x.path) for x in lowered]
+        artifacts = [(x.backend, x.path) for x in dynamic]
         return diagnose(run.loaded, sample, granularities, run.options.quantize_embeddings, artifacts)
+
+
+def diagnosis_json(diagnosis: Diagnosis | None, npu: list[dict]) -> dict | None:
+    """report.json's ``diagnosis``: the CPU files' int8 diagnosis, and the NPU files' per tensor under ``npu``."""
+    if diagnosis is None and not npu:
+        return None
+    return {**(diagnosis.to_json() if diagnosis is not None else {}), **({"npu": npu} if npu else {})}
+
+
+def diagnose_npu(run: ExportRun, lowered: list[Lowered]) -> list[dict]:
+    """Where each statically quantized file's error comes from, per tensor and by layer (``qnn.diagnosis``)."""
+    from ..backends.qnn.diagnosis import diagnose_qdq, reference_path
+
+    found = []
+    for x in lowered:
+        reference = reference_path(x.path)
+        if not backends.get_info(x.backend).calibrated or not reference.exists() or not run.sample:
+            continue
+        with run.progress.step(f"{x.path.name}: diagnosis per tensor on {len(run.sample)} texts (QDQ vs float)"):
+            inputs = run.loaded.family.signature.inputs
+            found.append(diagnose_qdq(x.path, reference, run.sample, inputs).to_json())
+    return found

@@ -181,6 +181,7 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
         out.append(("Worst examples", ["artifact", "tokens", "max abs diff", "text"], worst))
     diagnosis, repair = report.diagnosis or {}, report.repair or {}
     out += _diagnosis_sections(diagnosis, repair, depth_words(report.model)) + _repair_sections(repair)
+    out += [section for d in diagnosis.get("npu") or [] for section in _npu_sections(d)]
     sized = [(a, a.size) for a in report.artifacts if a.size is not None and a.size.get("groups")]
     if sized:
         parts = list((sized[0][1].get("groups") or {}).keys())  # the family's parts (one model per report)
@@ -262,6 +263,38 @@ def _diagnosis_sections(d: dict, repair: dict, words: DepthWords) -> list[tuple[
                 "through its layer loop)",
                 [words.step] + [s.label for s in series],
                 drows,
+            )
+        )
+    return out
+
+
+def _npu_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """A statically quantized file's diagnosis: the tensors with the largest own error, and the error by layer."""
+    place = {0: "embeddings", None: "head"}
+    rows = [
+        [
+            t["tensor"],
+            t["op"],
+            place.get(t["layer"], str(t["layer"])),
+            _num(t["sqnr_db"], ".1f"),
+            _num(t["own_db"], ".1f"),
+            f"{t['clipped']:.3%}" if t["clipped"] else "0",
+        ]
+        for t in d.get("named", [])
+    ]
+    title = (
+        f"{d['file']} diagnosis per tensor ({d['texts']} texts, {d['runtime']}; {d['tensors_compared']} activations, "
+        f"{d['clipped_tensors']} clipped)"
+    )
+    head = ["tensor", "op", "layer", "SQNR so far dB", "its own rounding dB", "values clipped"]
+    out = [(title, head, rows)]
+    if d.get("layer_sqnr_db"):
+        layers = [[str(k + 1), _num(v, ".1f")] for k, v in enumerate(d["layer_sqnr_db"])]
+        out.append(
+            (
+                f"{d['file']} by layer (each layer's output, SQNR dB against the float model)",
+                ["layer", "SQNR dB"],
+                layers,
             )
         )
     return out

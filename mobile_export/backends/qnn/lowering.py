@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import ExportStats, Plan
+from .diagnosis import reference_path
 from .htp import MASKED
 from .metadata import META_KEY
 from .ranges import HEADROOM, quantize_with_headroom
@@ -80,7 +81,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     setattr(bounded, "masked", MASKED)
     module = with_inputs(bounded, plan.signature.inputs)
     inputs, outputs = list(plan.signature.inputs), list(getattr(wrapper, "output_names"))
-    fp32, pre = dest.with_name(dest.name + ".fp32.tmp"), dest.with_name(dest.name + ".pre.tmp")
+    fp32, pre = dest.with_name(dest.name + ".float.tmp"), dest.with_name(dest.name + ".pre.tmp")
     try:
         with progress.step(f"qnn: torch.onnx.export at {plan.max_len} tokens (fixed), mask {MASKED:g}"):
             example = example_inputs(1, plan.max_len, plan.vocab_size)[: len(inputs)]
@@ -105,6 +106,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
                 init_overrides=overrides,
             )
             quantize_with_headroom(source, dest, config, HEADROOM[bits])
+        os.replace(source, reference_path(dest))  # the model quantized, for the diagnosis per tensor
     finally:
         for f in (fp32, pre):
             if f.exists():
