@@ -187,13 +187,13 @@ def _artifact_cache(tmp_path_factory):
 
     real = lowering.lower
 
-    def lower(run, backend, wrapper, keep=()):
+    def lower(run, backend, wrapper, keep=(), widen=()):
         if _LOWER_FRESH[0]:
-            return real(run, backend, wrapper, keep)
-        key = (backend.value, _module_digest(wrapper), repr(run.plan(backend, keep)))
+            return real(run, backend, wrapper, keep, widen)
+        key = (backend.value, _module_digest(wrapper), repr(run.plan(backend, keep, widen)))
 
         def build(dest: Path):
-            staged = real(dataclasses.replace(run, staging=dest), backend, wrapper, keep)
+            staged = real(dataclasses.replace(run, staging=dest), backend, wrapper, keep, widen)
             # every file the lowering left: the artifact's, and what the export reads after it (the NPU file's float
             # model, for its diagnosis)
             files = [str(p) for p in sorted(dest.iterdir()) if p.is_file()]

@@ -348,7 +348,7 @@ def test_range_headroom_keeps_a_text_beyond_the_calibrated_range_from_clipping(t
     args = ["--backend", "qnn", "--no-memory", "--quiet"]
     assert main(["export", str(ckpt), "--out", str(tmp_path / "wide"), *args]) == 0
     monkeypatch.setitem(ranges.HEADROOM, 16, 1.0)
-    assert main(["export", str(ckpt), "--out", str(tmp_path / "tight"), *args]) == 3
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "tight"), *args, "--repair", "off"]) == 3
     assert not (tmp_path / "tight" / "model.qnn.onnx").exists()
     # the diagnosis per tensor names the clipped logits first in the refused file, and nothing clipped in the kept one
     [tight] = json.loads((tmp_path / "tight" / "report.failed.json").read_text())["diagnosis"]["npu"]
@@ -357,6 +357,30 @@ def test_range_headroom_keeps_a_text_beyond_the_calibrated_range_from_clipping(t
     [wide] = json.loads((tmp_path / "wide" / "report.json").read_text())["diagnosis"]["npu"]
     assert wide["clipped_tensors"] == 0 and all(t["clipped"] == 0 for t in wide["named"])
     assert "model.qnn.onnx diagnosis per tensor" in (tmp_path / "wide" / "report.md").read_text()
+
+
+@pytest.mark.full
+def test_the_ranges_repair_widens_what_the_diagnosis_found_clipped(tiny_checkpoint, tmp_path, monkeypatch):
+    """Both ways: the file calibrated without headroom (its logits clipped) is repaired by widening the activations
+    its diagnosis names, and passes; a file with nothing clipped that fails a stricter gate gets no change."""
+    from mobile_export.backends.qnn import ranges
+
+    ckpt = tiny_checkpoint("text-classification", "wordpiece")
+    args = ["--backend", "qnn", "--no-memory", "--quiet"]
+    strict = ["--min-sqnr", "60", "--repair", "ranges"]
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "strict"), *args, *strict]) == 3
+    [attempt] = json.loads((tmp_path / "strict" / "report.failed.json").read_text())["repair"]["attempts"]
+    assert attempt["method"] == "ranges" and attempt["note"].startswith("nothing to widen") and not attempt["artifacts"]
+    monkeypatch.setitem(ranges.HEADROOM, 16, 1.0)
+    assert main(["export", str(ckpt), "--out", str(tmp_path / "repaired"), *args]) == 0
+    report = json.loads((tmp_path / "repaired" / "report.json").read_text())
+    first = report["repair"]["attempts"][0]
+    assert first["method"] == "ranges" and "logits" in first["changes"][0]["tensors"]
+    [outcome] = first["artifacts"]
+    assert outcome["passed"] and outcome["after_sqnr_db"] > outcome["before_sqnr_db"] + 3, outcome
+    widened = facts(onnx.load(str(tmp_path / "repaired" / "model.qnn.onnx")))["widened"]
+    assert "logits" in widened["tensors"] and widened["headroom"] == 4.0
+    assert "wider ranges for" in (tmp_path / "repaired" / "report.md").read_text()
 
 
 def test_widened_ranges_keep_zero_inside():

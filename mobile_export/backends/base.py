@@ -39,6 +39,8 @@ class Plan:
     # a statically quantized format's calibration texts as (token ids, type ids), unpadded (``BackendInfo.calibrated``)
     calibration: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
     calibration_source: str = ""  # where those texts come from (the NPU file records it)
+    # a statically quantized format's activations (by name) calibrated with the ranges repair's wider headroom
+    widen: tuple[str, ...] = ()
 
     def dynamic_shapes(self) -> dict[str, dict[int, Any]]:
         """torch.export's dynamic shapes of the artifact's inputs."""

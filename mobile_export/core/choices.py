@@ -24,6 +24,7 @@ class Repair(str, Enum):
     OFF = "off"  # refuse, as the gate decides
     SMOOTH = "smooth"  # rescalings that leave the fp32 function unchanged, folded exactly into the weights
     MIXED = "mixed"  # the fewest Linears kept in fp32 that let the rest pass (emulated, then the real gate)
+    RANGES = "ranges"  # the NPU file: wider ranges for the activations its diagnosis found clipped
 
     def __str__(self) -> str:
         return self.value

@@ -117,9 +117,10 @@ class ExportRun:
                     break
         return tokenize(self.loaded.tokenizer, texts, min(self.max_len, SAMPLE_LENGTH))
 
-    def plan(self, backend: Backend, keep: tuple[str, ...] = ()) -> Plan:
+    def plan(self, backend: Backend, keep: tuple[str, ...] = (), widen: tuple[str, ...] = ()) -> Plan:
         """What ``backend`` lowers: this export's precision and inputs, and the format's own options; ``keep``:
-        int8 Linears left fp32 (a repair's mixed precision)."""
+        int8 Linears left fp32 (a repair's mixed precision); ``widen``: activations given wider ranges (the ranges
+        repair of a statically quantized format)."""
         info = backends.get_info(backend)
         fixed = info.fixed_length if self.options.max_seq_len is None else None
         max_len = min(self.max_len, fixed) if fixed else self.max_len
@@ -135,4 +136,5 @@ class ExportRun:
             int8_table=self.options.quant is Quant.INT8 and self.options.quantize_embeddings,
             calibration=self.calibration(max_len) if info.calibrated else (),
             calibration_source=self.calibration_choice.source if info.calibrated else "",
+            widen=widen,
         )

@@ -53,11 +53,14 @@ def export_module(loaded: LoadedModel, options: ExportOptions) -> tuple[torch.nn
     return ExportWrapper(model, loaded.task).eval(), replaced
 
 
-def lower(run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tuple[str, ...] = ()) -> Lowered:
+def lower(
+    run: ExportRun, backend: Backend, wrapper: torch.nn.Module, keep: tuple[str, ...] = (), widen: tuple[str, ...] = ()
+) -> Lowered:
     """Write ``wrapper`` as ``backend``'s artifact into the staging folder; ``keep``: int8 Linear modules left
-    fp32 (a repair's mixed precision), by name in the model. A converter's failure is one ExportFailedError."""
+    fp32 (a repair's mixed precision), by name in the model; ``widen``: activations given the ranges repair's wider
+    headroom (a statically quantized format). A converter's failure is one ExportFailedError."""
     dest = run.staging / backends.get_info(backend).file_name
-    plan = run.plan(backend, keep)
+    plan = run.plan(backend, keep, widen)
     t0 = time.monotonic()
     with _converter_errors(run, f"{backend.value} export"), torch.no_grad():
         stats = backends.load(backend).export(wrapper, plan, dest, run.progress)

@@ -82,8 +82,9 @@ def export(
         diagnosis = diagnose_int8(run, lowered)
         npu_diagnosis = diagnose_npu(run, lowered)
         repaired: Repaired | None = None
-        if diagnosis is not None and run.options.repair is not Repair.OFF and failing(checked.results):
-            repaired = repair(run, lowered, checked)
+        diagnosed = diagnosis is not None or bool(npu_diagnosis)
+        if diagnosed and run.options.repair is not Repair.OFF and failing(checked.results):
+            repaired = repair(run, lowered, checked, npu_diagnosis)
             lowered, checked = repaired.lowered, repaired.checked
         written = [f.name for x in lowered for f in backends.artifact_files(x.path)] + write_assets(run)
         repair_json = repaired.record.to_json() if repaired is not None else None

@@ -151,7 +151,12 @@ def kept_fp32(repair: dict | None, file: str) -> list[str]:
     kept: list[str] = []
     for attempt in (repair or {}).get("attempts", []):
         if any(o.get("file") == file for o in attempt.get("artifacts", [])):
-            kept = [w for c in attempt.get("changes", []) if file in c.get("artifacts", []) for w in c["fp32_weights"]]
+            kept = [
+                w
+                for c in attempt.get("changes", [])
+                if file in c.get("artifacts", [])
+                for w in c.get("fp32_weights", [])
+            ]
     return kept
 
 

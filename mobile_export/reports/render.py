@@ -338,7 +338,11 @@ def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def _change(c: dict) -> str:
-    """One change a repair made: a fold (smooth) or the weights one runtime keeps in fp32 (mixed)."""
+    """One change a repair made: a fold (smooth), the weights one runtime keeps in fp32 (mixed), or the NPU file's
+    activations given wider ranges (ranges)."""
+    if "tensors" in c:
+        factors = ", ".join(f"{f:g}x at {b}" for b, f in c["headroom"].items())
+        return f"wider ranges for {len(c['tensors'])} clipped activations ({', '.join(c['tensors'][:6])}; {factors})"
     if "fp32_weights" in c:
         kept = ", ".join(short_weight(w) for w in c["fp32_weights"]) or "none"
         return (
@@ -520,7 +524,7 @@ def _repair_summary(r: dict) -> list[str]:
     for a in r.get("attempts", []):
         if a.get("note") or not a.get("changes"):
             what = a.get("note")
-        elif a["method"] == "mixed":
+        elif a["method"] in ("mixed", "ranges"):
             what = "; ".join(_change(c) for c in a["changes"])
         else:
             moved = sum(c["channels_rescaled"] for c in a["changes"])

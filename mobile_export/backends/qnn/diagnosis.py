@@ -72,6 +72,7 @@ class QdqDiagnosis:
             "runtime": "ONNX Runtime CPU provider (QDQ), against the float model it was quantized from",
             "tensors_compared": len(self.tensors),
             "clipped_tensors": sum(1 for t in self.tensors if t.clipped > 0),
+            "clipped": [t.tensor for t in self.tensors if t.clipped > 0],
             "layer_sqnr_db": [_db(d) for d in self.layer_db],
             "named": [t.to_json() for t in self.named()],
         }

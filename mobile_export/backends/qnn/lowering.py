@@ -16,7 +16,7 @@ from ..base import ExportStats, Plan
 from .diagnosis import reference_path
 from .htp import MASKED
 from .metadata import META_KEY
-from .ranges import HEADROOM, quantize_with_headroom
+from .ranges import HEADROOM, REPAIRED, quantize_with_headroom, tied
 
 if TYPE_CHECKING:
     import torch
@@ -105,7 +105,8 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
                 per_channel=True,
                 init_overrides=overrides,
             )
-            quantize_with_headroom(source, dest, config, HEADROOM[bits])
+            wider = tied(onnx.load(str(source)), plan.widen) if plan.widen else set()
+            quantize_with_headroom(source, dest, config, HEADROOM[bits], {n: REPAIRED[bits] for n in wider})
         os.replace(source, reference_path(dest))  # the model quantized, for the diagnosis per tensor
     finally:
         for f in (fp32, pre):
@@ -122,6 +123,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "calibration_texts": len(plan.calibration),
         "calibration_source": plan.calibration_source,
         "range_headroom": HEADROOM[bits],
+        **({"widened": {"tensors": list(plan.widen), "headroom": REPAIRED[bits]}} if plan.widen else {}),
     }
     entry = model.metadata_props.add()
     entry.key, entry.value = META_KEY, json.dumps(facts)

@@ -14,13 +14,14 @@ from ...parity.diagnosis import reference_states, runtime_depth_sqnr
 from ..check import check_lowered
 from ..context import ExportRun
 from .. import lowering
-from ..lowering import Lowered, export_module
+from ..lowering import Lowered, export_module, plain_module
 from .cost import Cost, cost
 from .methods import fold_changes, fp32_fallback, smoothed
 from .record import (
     MIXED_MARGINS_DB,
     NO_LARGER_SET,
     NOTHING_TO_FOLD,
+    NOTHING_CLIPPED,
     NOTHING_TO_KEEP,
     Attempt,
     RepairRecord,
@@ -29,9 +30,10 @@ from .record import (
 )
 
 METHODS: dict[Repair, tuple[str, ...]] = {
-    Repair.AUTO: ("smooth", "mixed"),
+    Repair.AUTO: ("ranges", "smooth", "mixed"),
     Repair.SMOOTH: ("smooth",),
     Repair.MIXED: ("mixed",),
+    Repair.RANGES: ("ranges",),
     Repair.OFF: (),
 }
 
@@ -47,6 +49,7 @@ class Repaired:
     model: LoadedModel  # a later method starts from what an earlier one changed in the model
     tried: dict[Backend, set[tuple[str, ...]]] = field(default_factory=dict)  # the fp32 sets each was lowered with
     reference: list | None = None  # the fp32 hidden state after each depth, for the repaired artifacts' error
+    widen: dict[Backend, tuple[str, ...]] = field(default_factory=dict)  # activations the ranges repair widened
     measured: dict[Backend, Cost] = field(default_factory=dict)  # each artifact's cost now (a later "before")
 
 
@@ -55,15 +58,25 @@ def steps(mode: Repair) -> list[tuple[str, float]]:
     return [(m, margin) for m in METHODS[mode] for margin in (MIXED_MARGINS_DB if m == "mixed" else (0.0,))]
 
 
-def repair(run: ExportRun, lowered: list[Lowered], checked: Checked) -> Repaired:
+def repair(run: ExportRun, lowered: list[Lowered], checked: Checked, npu: list[dict] | None = None) -> Repaired:
     """Each repair of ``run.options.repair`` in order of cost, while the gate refuses an artifact; what they
-    leave (``Repaired``)."""
+    leave (``Repaired``). ``npu``: the statically quantized files' diagnoses (``diagnose_npu``)."""
     state = Repaired(lowered, checked, RepairRecord(run.options.repair.value), run.loaded)
     for method, margin in steps(run.options.repair):
         refused = failing(state.checked.results)
+        static = [r for r in refused if backends.get_info(r.backend).calibrated]
         if not refused:
             break
+        if method == "ranges" and not static or method == "mixed" and len(static) == len(refused):
+            continue  # ranges: only a statically quantized file's; mixed: only the CPU files' dynamic int8
         run.progress.say(f"repair: {', '.join(r.file for r in refused)} failed the gate; trying {method}")
+        if method == "ranges":
+            attempt, widen = _ranges(static, npu or [])
+            state.record.attempts.append(attempt)
+            if widen:
+                state.widen.update(widen)
+                attempt.outcomes = _lower_again(run, state, {b: () for b in widen})
+            continue
         if method == "smooth":
             with run.progress.step("repair (smooth): smoothing scales folded into the weights"):
                 model, folds = smoothed(state.model, run.sample)
@@ -74,7 +87,7 @@ def repair(run: ExportRun, lowered: list[Lowered], checked: Checked) -> Repaired
             if any(a.note == NOTHING_TO_KEEP for a in state.record.attempts):
                 break  # int8 is not what the gate refuses: a larger margin cannot help
             model = state.model
-            attempt, redo = _mixed(run, model, refused, margin)
+            attempt, redo = _mixed(run, model, [r for r in refused if r not in static], margin)
             if redo and all(keep in state.tried.get(b, set()) for b, keep in redo.items()):
                 attempt.note, redo = NO_LARGER_SET, {}
         state.record.attempts.append(attempt)
@@ -94,11 +107,22 @@ def _lower_again(run: ExportRun, state: Repaired, redo: dict[Backend, tuple[str,
         for b in redo:
             state.measured.setdefault(b, _cost_of(run, b))
     before_cost = {b: state.measured[b] for b in redo if b in state.measured}
-    wrapper, _ = export_module(state.model, run.options)
+    wrapper, replaced = export_module(state.model, run.options)
+    # as the export lowered them: a format that quantizes the word table itself (the NPU file) gets the float table
+    plain = plain_module(state.model) if replaced else wrapper
     state.lowered = [
-        lowering.lower(run, x.backend, wrapper, redo[x.backend]) if x.backend in redo else x for x in state.lowered
+        lowering.lower(
+            run,
+            x.backend,
+            wrapper if backends.get_info(x.backend).int8_table else plain,
+            redo[x.backend],
+            state.widen.get(x.backend, ()),
+        )
+        if x.backend in redo
+        else x
+        for x in state.lowered
     ]
-    del wrapper
+    del wrapper, plain
     before = {r.backend: r for r in state.checked.results}
     state.checked = check_lowered(run, state.lowered)
     if state.reference is None:
@@ -115,6 +139,25 @@ def _lower_again(run: ExportRun, state: Repaired, redo: dict[Backend, tuple[str,
         for r in state.checked.results
         if r.backend in redo
     ]
+
+
+def _ranges(static: list[ArtifactResult], npu: list[dict]) -> tuple[Attempt, dict[Backend, tuple[str, ...]]]:
+    """The ranges attempt: each refused statically quantized file's activations its diagnosis found clipped, to
+    be calibrated again with ``REPAIRED`` headroom."""
+    from ...backends.qnn.ranges import REPAIRED
+
+    clipped = {d["file"]: tuple(d.get("clipped", ())) for d in npu}
+    widen = {r.backend: clipped[r.file] for r in static if clipped.get(r.file)}
+    changes = [
+        {
+            "artifacts": [r.file],
+            "tensors": list(widen[r.backend]),
+            "headroom": {f"uint{b}": f for b, f in REPAIRED.items()},
+        }
+        for r in static
+        if r.backend in widen
+    ]
+    return Attempt("ranges", changes, "" if widen else NOTHING_CLIPPED), widen
 
 
 def _cost_of(run: ExportRun, backend: Backend) -> Cost:

@@ -16,6 +16,7 @@ NOTHING_TO_FOLD = (
     "the attention output)"
 )
 NO_LARGER_SET = "a larger margin chose no weight beyond the ones already tried"
+NOTHING_CLIPPED = "nothing to widen: the diagnosis found no activation of the refused NPU file clipped"
 NOTHING_TO_KEEP = (
     "nothing to keep in fp32: the emulated int8 of every weight already clears the gate, so int8 is not what "
     "the gate refuses (check the weights that were exported)"
