@@ -383,6 +383,20 @@ def test_the_ranges_repair_widens_what_the_diagnosis_found_clipped(tiny_checkpoi
     assert "wider ranges for" in (tmp_path / "repaired" / "report.md").read_text()
 
 
+def test_size_of_a_precompiled_file_says_where_its_weights_are(tiny_checkpoint, shared_export, capsys):
+    """`size` of model.<SoC>.qnn.onnx (in its export folder, whose report has no entry for it): its bytes, its
+    context binary's, and where the breakdown is; no sharing verdict computed from a file without initializers."""
+    _, result = _export(tiny_checkpoint, shared_export)
+    path = result.out / "model.SM8650.qnn.onnx"
+    capsys.readouterr()
+    assert main(["size", str(path), "--no-memory", "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)
+    assert entry["compiled_for"] == "SM8650" and entry["bytes"] == path.stat().st_size
+    assert 0 < entry["context_bytes"] < entry["bytes"] and "sharing_verdict" not in entry
+    assert main(["size", str(path), "--no-memory"]) == 0
+    assert "QNN's context binary" in capsys.readouterr().out
+
+
 def test_widened_ranges_keep_zero_inside():
     from mobile_export.backends.qnn.ranges import widened
 

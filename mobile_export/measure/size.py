@@ -136,6 +136,8 @@ class SizeEntry(TypedDict, total=False):
     file: str
     bytes: int
     deflate_bytes: int
+    compiled_for: str  # a file precompiled for this SoC (``--soc``): its weights are in QNN's context binary
+    context_bytes: int  # that binary's bytes
     memory_sharing_preserved: bool
     memory_sharing_verdict: str
     blobs: int
@@ -330,6 +332,31 @@ def precompiled_sizes(entry: SizeEntry, compiled: Sequence[dict[str, Any]]) -> l
     ]
 
 
+def compiled_entry(path: Path, soc: str) -> SizeEntry:
+    """A file precompiled for ``soc`` (``--soc``): its bytes and its context binary's; the weights are inside the
+    binary, so the breakdown and the sharing are the QDQ model's it was compiled from."""
+    import onnx
+
+    data = path.read_bytes()
+    model = onnx.load_from_string(data)
+    context = sum(
+        len(a.s)
+        for n in model.graph.node
+        if n.op_type == "EPContext"
+        for a in n.attribute
+        if a.name == "ep_cache_context"
+    )
+    return {
+        "file": path.name,
+        "bytes": len(data),
+        "deflate_bytes": len(zlib.compress(data, 6)),
+        "compiled_for": soc,
+        "context_bytes": context,
+        "distinct_blobs": 0,
+        "blobs": 0,
+    }
+
+
 def format_overhead(e: SizeEntry | dict) -> int:
     """Bytes of the artifact that are neither weights, other constants nor its embedded assets."""
     return int(e.get("overhead_bytes", 0)) - int(e.get("other_constants_bytes", 0)) - int(e.get("embedded_bytes", 0))
@@ -342,6 +369,15 @@ def _mb(n: int) -> str:
 def format_entry(e: SizeEntry) -> str:
     """The ``size`` command's text for one artifact."""
     lines = [f"{e['file']}: {_mb(e['bytes'])}; deflate-compressed {_mb(e['deflate_bytes'])}"]
+    if e.get("compiled_for"):
+        return "\n".join(
+            lines
+            + [
+                f"  precompiled for {e['compiled_for']}: QNN's context binary {_mb(e.get('context_bytes', 0))} "
+                "holds the weights; the breakdown, the sharing and the RAM are those of the QDQ model it was "
+                "compiled from (size model.qnn.onnx)"
+            ]
+        )
     groups = e.get("groups")
     if groups:
         for g, v in groups.items():

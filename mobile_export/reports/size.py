@@ -12,7 +12,7 @@ from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON
 from ..measure.budgets import budget_verdict, resolve_budget
-from ..measure.size import SizeEntry, precompiled_sizes, size_entry
+from ..measure.size import SizeEntry, compiled_entry, precompiled_sizes, size_entry
 from ..model.summary import config_summary
 from .records import kept_fp32, mismatch
 
@@ -86,6 +86,12 @@ def size_report(
     entries = []
     for name in artifacts:
         _, path = backends.open_artifact(name)  # checked before any runtime sees it
+        soc = _compiled_for(path)
+        if soc is not None:
+            entry = compiled_entry(path, soc)
+            entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
+            entries.append(entry)
+            continue
         info, stored_quant, int8_embeddings, kept = size_inputs(path, checkpoint)
         chosen = quant or (Quant(stored_quant) if stored_quant else backends.detect_quant(path))
         positions = int((info or {}).get("config", {}).get("max_position_embeddings") or 128)
@@ -96,6 +102,18 @@ def size_report(
             entry["precompiled"] = precompiled_sizes(entry, compiled)
         entries.append(entry)
     return entries
+
+
+def _compiled_for(path: Path) -> str | None:
+    """The SoC a .qnn.onnx was precompiled for (``--soc``), None for any other file."""
+    if not path.name.endswith(".qnn.onnx"):
+        return None
+    import onnx
+
+    from ..backends.qnn.metadata import facts
+
+    soc = facts(onnx.load(str(path), load_external_data=False)).get("compiled_for")
+    return str(soc) if soc else None
 
 
 def _precompiled_beside(path: Path) -> list[dict]:
