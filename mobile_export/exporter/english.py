@@ -1,6 +1,6 @@
 """English calibration text, written for this project: reviews, questions, news, instructions, dialogue and technical
 prose, none of it the parity check's built-in text. The NPU file calibrates on it when the demo's Chinese reviews are
-mostly unknown tokens to the checkpoint's vocabulary (``calibration.default_calibration``)."""
+mostly unknown tokens to the checkpoint's vocabulary (``calibration.calibration_for``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import torch
 
 from quantize.simulate import quantized
 
-from .metrics import sqnr_from_sums
+from ..core.figures import sqnr_from_sums
 
 
 def pooled_sqnr_db(reference: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> float:

@@ -28,7 +28,7 @@ from ..model.activations import ChannelRanges, channel_ranges
 from ..model.families import FAMILIES
 from ..model.reference import Example, ExportWrapper
 from .attribution import WeightError, pooled_sqnr_db, weight_errors
-from .metrics import sqnr_from_sums
+from ..core.figures import db_json, sqnr_from_sums
 
 SAMPLE_TEXTS = 16  # enough texts to find a channel that dominates; a diagnosis must stay cheap beside export
 SAMPLE_LENGTH = 128  # tokens per sample text at most: one padded batch of them must stay small
@@ -79,10 +79,11 @@ class Emulated:
     def to_json(self) -> dict[str, Any]:
         return {
             "granularity": self.granularity,
-            "sqnr_db": _db(self.sqnr_db),
-            "depth_sqnr_db": [_db(d) for d in self.depth_sqnr_db],
+            "sqnr_db": db_json(self.sqnr_db),
+            "depth_sqnr_db": [db_json(d) for d in self.depth_sqnr_db],
             "weights": [
-                {"weight": w.weight, "alone_db": _db(w.alone_db), "without_db": _db(w.without_db)} for w in self.weights
+                {"weight": w.weight, "alone_db": db_json(w.alone_db), "without_db": db_json(w.without_db)}
+                for w in self.weights
             ],
         }
 
@@ -106,13 +107,9 @@ class Diagnosis:
             "attribution_texts": self.attribution_texts,
             "inputs": [i.to_json() for i in self.inputs],
             "emulated": {g: e.to_json() for g, e in self.emulated.items()},
-            "int8_table_alone_db": _db(self.table_db),
-            "runtime_depth_sqnr_db": {f: [_db(d) for d in depths] for f, depths in self.runtime_depth_db.items()},
+            "int8_table_alone_db": db_json(self.table_db),
+            "runtime_depth_sqnr_db": {f: [db_json(d) for d in depths] for f, depths in self.runtime_depth_db.items()},
         }
-
-
-def _db(value: float) -> float | None:
-    return round(value, 2) if np.isfinite(value) else None
 
 
 def quantized_linears(model: torch.nn.Module) -> list[str]:

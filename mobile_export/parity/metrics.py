@@ -12,6 +12,7 @@ import numpy as np
 
 from ..backends.base import Coverage, coverage_from_dict
 from ..core.tasks import OutputKind
+from ..core.figures import sqnr_from_sums
 from ..core.thresholds import Thresholds
 
 
@@ -133,14 +134,6 @@ def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
     ref = np.asarray(reference, dtype=np.float64).ravel()
     err = ref - np.asarray(actual, dtype=np.float64).ravel()
     return sqnr_from_sums(float(np.sum(ref * ref)), float(np.sum(err * err)))
-
-
-def sqnr_from_sums(signal: float, noise: float) -> float:
-    if noise == 0.0:
-        return math.inf
-    if signal == 0.0 or not math.isfinite(noise):
-        return -math.inf
-    return 10.0 * math.log10(signal / noise)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -9,7 +9,6 @@ family the NPU file takes), so a loss that grows with the unrolled layers shows 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...model.reference import Example
+from ...core.figures import db_json, sqnr_from_sums
 from .runner import pad
 
 REFERENCE_SUFFIX = ".fp32.tmp"  # the float model the lowering quantized, kept beside the file in the staging folder
@@ -46,8 +46,8 @@ class TensorError:
             "tensor": self.tensor,
             "op": self.op,
             "layer": self.layer,
-            "sqnr_db": _db(self.sqnr_db),
-            "own_db": _db(self.own_db),
+            "sqnr_db": db_json(self.sqnr_db),
+            "own_db": db_json(self.own_db),
             "clipped": round(self.clipped, 6),
         }
 
@@ -73,13 +73,9 @@ class QdqDiagnosis:
             "tensors_compared": len(self.tensors),
             "clipped_tensors": sum(1 for t in self.tensors if t.clipped > 0),
             "clipped": [t.tensor for t in self.tensors if t.clipped > 0],
-            "layer_sqnr_db": [_db(d) for d in self.layer_db],
+            "layer_sqnr_db": [db_json(d) for d in self.layer_db],
             "named": [t.to_json() for t in self.named()],
         }
-
-
-def _db(value: float) -> float | None:
-    return round(value, 2) if math.isfinite(value) else None
 
 
 @dataclass
@@ -89,11 +85,6 @@ class _Sums:
     own: float = 0.0
     clipped: int = 0
     count: int = 0
-
-    def db(self, noise: float) -> float:
-        if noise == 0:
-            return math.inf
-        return 10 * math.log10(self.signal / noise) if self.signal > 0 else -math.inf
 
 
 @dataclass(frozen=True)
@@ -215,8 +206,8 @@ def diagnose_qdq(qdq_path: Path, float_path: Path, examples: Sequence[Example], 
             p.name,
             op_of[p.name],
             layer_of.get(p.name),
-            sums[p.name].db(sums[p.name].noise),
-            sums[p.name].db(sums[p.name].own),
+            sqnr_from_sums(sums[p.name].signal, sums[p.name].noise),
+            sqnr_from_sums(sums[p.name].signal, sums[p.name].own),
             sums[p.name].clipped / max(sums[p.name].count, 1),
         )
         for p in pairs

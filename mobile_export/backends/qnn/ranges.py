@@ -56,9 +56,9 @@ def tied(model: Any, names: Iterable[str]) -> set[str]:
     return found
 
 
-def _widen_cache(cache: Path, factor: float, factors: dict[str, float]) -> int:
+def _widen_cache(cache: Path, factor: float, factors: dict[str, float]) -> None:
     """Rewrite the calibration cache with every range widened by ``factor`` (``factors``' own where it names the
-    tensor); returns how many ranges it holds."""
+    tensor)."""
     from onnxruntime.quantization.calibrate import TensorData, TensorsData, load_tensors_data, save_tensors_data
 
     ranges = load_tensors_data(cache)
@@ -67,7 +67,6 @@ def _widen_cache(cache: Path, factor: float, factors: dict[str, float]) -> int:
         low, high = widened(np.asarray(tensor.lowest), np.asarray(tensor.highest), factors.get(name, factor))
         data[name] = TensorData(lowest=low, highest=high)
     save_tensors_data(TensorsData(ranges.calibration_method, data), cache)
-    return len(data)
 
 
 def quantize_with_headroom(source: Path, dest: Path, config: Any, factor: float, factors: dict[str, float]) -> None:
