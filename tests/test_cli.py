@@ -69,7 +69,7 @@ def test_argparse_errors_exit_2(capsys):
 @pytest.mark.parametrize("extra,match", [
     (["--task", "image-classification"], "task 'image-classification' is not supported"),
     (["--max-seq-len", "1"], "--max-seq-len 1 is too small"),
-    (["--max-seq-len", "100000"], "exceeds the model's max_position_embeddings"),
+    (["--max-seq-len", "100000"], "exceeds the model's longest input"),
 ])
 def test_bad_options_exit_2(tiny_checkpoint, tmp_path, capsys, extra, match):
     code, _, err = _run(["export", str(tiny_checkpoint()), "--out", str(tmp_path / "o"), "--quiet", *extra], capsys)

@@ -272,8 +272,18 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
                 f"SentencePiece pre-tokenizers {pres} are not reproduced on device "
                 "(supported: WhitespaceSplit then Metaspace, as AlbertTokenizer does)"
             )
+    elif model.get("type") == "BPE":
+        # RoBERTa's byte-level BPE: no normalizer, the ByteLevel pre-tokenizer (its regex, then bytes as
+        # characters); the Java side is not written yet (it refuses the model type by name)
+        pre = spec.get("pre_tokenizer") or {}
+        if norm or pre.get("type") != "ByteLevel" or not pre.get("use_regex", True):
+            raise UnsupportedError(
+                "a BPE tokenizer must be byte-level (no normalizer, the ByteLevel pre-tokenizer with its regex, "
+                "as RobertaTokenizer is) for the on-device tokenizer"
+            )
     else:
         raise UnsupportedError(
-            f"tokenizer model {model.get('type')!r} has no on-device implementation (supported: WordPiece, Unigram)"
+            f"tokenizer model {model.get('type')!r} has no on-device implementation (supported: WordPiece, Unigram, "
+            "byte-level BPE)"
         )
     return spec, table

@@ -64,7 +64,7 @@ def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
                 "max_input_chars_per_word": 100,
             }
         )
-    else:
+    elif kind == "sentencepiece":
         settings.update(
             {
                 "vocab_file": "spiece.model",
@@ -73,6 +73,14 @@ def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
                 "remove_space": bool(init.get("remove_space", True)),
             }
         )
+    else:  # RoBERTa's byte-level BPE, XLM-R's SentencePiece: tokenizer.json holds all of it (no file copied)
+        if kind == "bpe":
+            settings.update(
+                {
+                    "add_prefix_space": bool(getattr(tokenizer, "add_prefix_space", False)),
+                    "trim_offsets": bool(getattr(tokenizer, "trim_offsets", True)),
+                }
+            )
     return settings
 
 
@@ -80,7 +88,8 @@ def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: 
     """Write everything the on-device tokenizer needs into ``dest``; returns the file names.
 
     ``tokenizer_settings.json`` (kind, max length, special tokens, flags), the vocabulary file as the
-    checkpoint has it, and for the Java tokenizer ``tokenizer.json`` (the backend pipeline transformers
+    checkpoint has it (WordPiece, ALBERT's SentencePiece; the others' is all in tokenizer.json), and for the
+    Java tokenizer ``tokenizer.json`` (the backend pipeline transformers
     runs) and ``char_table.json`` (its Unicode behaviour, probed; see :mod:`mobile_export.assets.ondevice`).
     """
     from .ondevice import on_device_spec
@@ -89,12 +98,13 @@ def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: 
     settings = tokenizer_settings(tokenizer, kind, max_length)
     spec, table = on_device_spec(tokenizer)
     settings["files"] = {"tokenizer": TOKENIZER_JSON, "char_table": CHAR_TABLE}
-    vocab = settings["vocab_file"]
-    shutil.copyfile(checkpoint_folder / vocab, dest / vocab)
+    copied = [settings["vocab_file"]] if "vocab_file" in settings else []
+    for name in copied:
+        shutil.copyfile(checkpoint_folder / name, dest / name)
     write_json(dest / TOKENIZER_JSON, spec, compact=True)
     write_json(dest / CHAR_TABLE, table, compact=True)
     write_json(dest / TOKENIZER_SETTINGS, settings)
-    return [vocab, TOKENIZER_JSON, CHAR_TABLE, TOKENIZER_SETTINGS]
+    return [*copied, TOKENIZER_JSON, CHAR_TABLE, TOKENIZER_SETTINGS]
 
 
 def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_len: int | None = None) -> list[str]:
@@ -110,11 +120,12 @@ def write_tokenizer(source: str | os.PathLike, out: str | os.PathLike, max_seq_l
     """
     from ..core.fsutil import make_staging, prepare_destination, publish, remove_staging
     from ..core.signature import resolve_max_len
+    from ..model.families import longest_input
     from ..model.loading import load_tokenizer, read_config_dict, resolve_folder
 
     folder = resolve_folder(source)
     config = read_config_dict(folder)
-    max_len = resolve_max_len(int(config.get("max_position_embeddings", 512)), max_seq_len)
+    max_len = resolve_max_len(longest_input(config), max_seq_len)
     tokenizer, kind = load_tokenizer(folder)
     out = Path(out)
     prepare_destination(out, overwrite=True)

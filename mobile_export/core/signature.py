@@ -68,6 +68,7 @@ def resolve_max_len(limit: int, requested: int | None) -> int:
     check_max_seq_len(requested)
     if requested > limit:
         raise BadInputError(
-            f"--max-seq-len {requested} exceeds the model's max_position_embeddings ({limit}); pass at most {limit}"
+            f"--max-seq-len {requested} exceeds the model's longest input ({limit} tokens, from its "
+            f"max_position_embeddings); pass at most {limit}"
         )
     return requested

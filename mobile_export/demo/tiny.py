@@ -1,7 +1,7 @@
-"""Tiny seeded checkpoints built in code (ALBERT, and BERT, ELECTRA, DistilBERT): for tests and for the demo when
-no trained model is at hand.
+"""Tiny seeded checkpoints built in code (ALBERT, and BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R), their tokenizers
+trained here on the given text: for tests and for the demo when no trained model is at hand.
 
-``python -m mobile_export.demo.tiny DEST [--family F] [--task T] [--tokenizer wordpiece|sentencepiece] [--seed N]``
+``python -m mobile_export.demo.tiny DEST [--family F] [--task T] [--tokenizer KIND] [--seed N]``
 """
 
 from __future__ import annotations
@@ -20,7 +20,17 @@ _ARCH = {
     "fill-mask": "ForMaskedLM",
     "feature-extraction": "Model",
 }
-_PREFIX = {"albert": "Albert", "bert": "Bert", "electra": "Electra", "distilbert": "DistilBert"}
+_PREFIX = {
+    "albert": "Albert",
+    "bert": "Bert",
+    "electra": "Electra",
+    "distilbert": "DistilBert",
+    "roberta": "Roberta",
+    "xlm-roberta": "XLMRoberta",
+}
+# the tokenizer each family's checkpoints ship (ALBERT's English ones SentencePiece, its Chinese ones WordPiece)
+NATIVE_TOKENIZER = {"albert": "wordpiece", "roberta": "bpe", "xlm-roberta": "xlmr"}
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 # DistilBERT's config names the same sizes otherwise
 _DISTILBERT_NAMES = {
     "hidden_size": "dim",
@@ -73,10 +83,39 @@ def train_sentencepiece(texts: list[str], prefix: Path, vocab_size: int = 200) -
     return prefix.with_suffix(".model")
 
 
+def train_byte_level_bpe(texts: list[str], dest: Path, vocab_size: int = 400) -> None:
+    """Train a RoBERTa-style byte-level BPE (<s>=0 <pad>=1 </s>=2 <unk>=3 <mask>=4) into ``dest``: vocab.json and
+    merges.txt, the files RoBERTa's checkpoints ship."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=ROBERTA_SPECIALS,
+                            show_progress=False)
+    bpe.save_model(str(dest))
+
+
+def train_xlmr_sentencepiece(texts: list[str], dest: Path, vocab_size: int = 200) -> None:
+    """Train an XLM-R-style SentencePiece model (unigram; SentencePiece's own <unk>=0 <s>=1 </s>=2, which
+    XLM-R's tokenizer maps to fairseq's ids) into ``dest / sentencepiece.bpe.model``."""
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_prefix=str(dest / "sentencepiece.bpe"),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+    )
+    (dest / "sentencepiece.bpe.vocab").unlink(missing_ok=True)
+
+
 def build_tiny_checkpoint(
     dest: str | Path,
     task: str = "text-classification",
-    tokenizer: str = "wordpiece",
+    tokenizer: str | None = None,
     seed: int = 0,
     texts: list[str] | None = None,
     family: str = "albert",
@@ -87,11 +126,12 @@ def build_tiny_checkpoint(
     Args:
         dest: folder to create.
         task: one of the supported tasks; decides the architecture and head.
-        tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_* and every BERT) or ``sentencepiece``
-            (spiece.model, ALBERT's).
+        tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_* and every BERT), ``sentencepiece``
+            (spiece.model, ALBERT's), ``bpe`` (RoBERTa's byte-level vocab.json + merges.txt) or ``xlmr``
+            (XLM-R's sentencepiece.bpe.model); None: the family's own (``NATIVE_TOKENIZER``, else wordpiece).
         seed: torch seed for the weights.
         texts: text to build the vocabulary from; the built-in parity text by default.
-        family: ``albert``, ``bert``, ``electra`` or ``distilbert``.
+        family: ``albert``, ``bert``, ``electra``, ``distilbert``, ``roberta`` or ``xlm-roberta``.
         config_overrides: config fields to change (num_hidden_layers, hidden_size, ... in BERT's names for every
             family); and
             ``wordpiece_size`` (a WordPiece vocabulary padded to that many entries with ``[unusedN]``) or
@@ -107,6 +147,7 @@ def build_tiny_checkpoint(
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     texts = list(texts or builtin_texts())
+    tokenizer = tokenizer or NATIVE_TOKENIZER.get(family, "wordpiece")
     tok = _write_tokenizer(dest, tokenizer, texts, config_overrides)
     params = _config_fields(tok, task, family, config_overrides)
     config = AutoConfig.for_model(family, **params)
@@ -123,7 +164,7 @@ def build_tiny_checkpoint(
 def _write_tokenizer(dest: Path, tokenizer: str, texts: list[str], overrides: dict):
     """Write a tokenizer of ``tokenizer``'s kind trained on ``texts`` into ``dest`` and return it (pops the
     vocabulary size ``overrides`` name)."""
-    from transformers import AlbertTokenizer, BertTokenizer
+    from transformers import AlbertTokenizer, BertTokenizer, RobertaTokenizer, XLMRobertaTokenizer
 
     if tokenizer == "wordpiece":
         vocab = _wordpiece_vocab(texts)
@@ -135,8 +176,14 @@ def _write_tokenizer(dest: Path, tokenizer: str, texts: list[str], overrides: di
         train_sentencepiece(texts * 4, dest / "spiece", vocab_size=int(overrides.pop("sp_vocab_size", 200)))
         (dest / "spiece.vocab").unlink(missing_ok=True)
         tok = AlbertTokenizer.from_pretrained(str(dest))
+    elif tokenizer == "bpe":
+        train_byte_level_bpe(texts * 2, dest, vocab_size=int(overrides.pop("bpe_vocab_size", 400)))
+        tok = RobertaTokenizer.from_pretrained(str(dest))
+    elif tokenizer == "xlmr":
+        train_xlmr_sentencepiece(texts * 4, dest, vocab_size=int(overrides.pop("sp_vocab_size", 200)))
+        tok = XLMRobertaTokenizer.from_pretrained(str(dest))
     else:
-        raise ValueError(f"tokenizer must be wordpiece or sentencepiece, not {tokenizer}")
+        raise ValueError(f"tokenizer must be one of wordpiece, sentencepiece, bpe, xlmr; not {tokenizer}")
     tok.save_pretrained(str(dest))
     for extra in ("tokenizer.json",):  # keep the folder like the real ones: vocab + config
         (dest / extra).unlink(missing_ok=True)
@@ -169,7 +216,11 @@ def _config_fields(tok, task: str, family: str, overrides: dict) -> dict:
         params["hidden_act"] = "gelu"
         if family != "electra":
             params.pop("embedding_size")
+    if family in ("roberta", "xlm-roberta"):  # one token type; positions start after the padding index
+        params.update(type_vocab_size=1, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     params.update(overrides)
+    if family in ("roberta", "xlm-roberta"):  # as 514 for 512 tokens: room for the padding index's offset
+        params["max_position_embeddings"] += int(params["pad_token_id"]) + 1
     if family == "distilbert":
         params = {_DISTILBERT_NAMES.get(k, k): v for k, v in params.items() if k != "type_vocab_size"}
         params.update(seq_classif_dropout=0.0, qa_dropout=0.0)
@@ -181,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dest")
     p.add_argument("--family", default="albert", choices=sorted(_PREFIX))
     p.add_argument("--task", default="text-classification", choices=sorted(_ARCH))
-    p.add_argument("--tokenizer", default="wordpiece", choices=["wordpiece", "sentencepiece"])
+    p.add_argument("--tokenizer", default=None, choices=["wordpiece", "sentencepiece", "bpe", "xlmr"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, default=2)
     a = p.parse_args(argv)

@@ -21,6 +21,7 @@ from ..core.progress import Progress, Silent
 from ..core.signature import resolve_max_len
 from ..core.thresholds import Thresholds
 from ..core.heads import HeadSpec, parse_head
+from ..model.families import longest_input
 from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..parity.arm64.cpus import ARM64_CPUS
@@ -198,7 +199,7 @@ def parity_check(
         loaded = load_checkpoint(source, options.task)
         loaded = with_head(loaded, _head_of(options, loaded.task.name, paths))
     data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
-    max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+    max_len = resolve_max_len(longest_input(loaded.config), options.max_seq_len)
     checks = _checks(given, paths, quants, options, loaded.task.kind.value, arm64 is not None)
     parity_source = ParitySource.build(loaded.tokenizer, data, max_len)
     checked = check_artifacts(

@@ -18,6 +18,7 @@ from ..core.tasks import get_task
 from ..core.thresholds import Thresholds
 from ..measure.budgets import Budget, resolve_budget
 from ..core.heads import parse_head
+from ..model.families import longest_input
 from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..model.reference import Example, tokenize
@@ -63,7 +64,7 @@ class ExportRun:
         data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
         for note in loaded.notes:
             progress.say(f"note: {note}")
-        max_len = resolve_max_len(int(loaded.config.max_position_embeddings), options.max_seq_len)
+        max_len = resolve_max_len(longest_input(loaded.config), options.max_seq_len)
         made = [p for p in (out, *out.parents) if not p.exists()]
         return cls(options, out, progress, budget, loaded, data, max_len, make_staging(out), made)
 

@@ -4,9 +4,11 @@ and the config fields a report records (the repairs' exact folds are ``quantize.
 ``mobile-export list`` prints it.
 
 ALBERT runs one shared layer group for every depth (``layer_schedule`` [0] * layers), stored and packed once; the
-others (BERT, ELECTRA, DistilBERT) have L distinct layers, the same machinery with L groups each run once. Every
-family takes ``input_ids`` and ``attention_mask``; all but DistilBERT also ``token_type_ids`` (a family's inputs
-are a prefix of ``core.signature.INPUT_NAMES``, in that order).
+others (BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R) have L distinct layers, the same machinery with L groups each run
+once. Every family takes ``input_ids`` and ``attention_mask``; ALBERT, BERT and ELECTRA also ``token_type_ids`` (a
+family's inputs are a prefix of ``core.signature.INPUT_NAMES``, in that order). RoBERTa and XLM-R number positions
+from after the padding index (``positions_after_padding``): the artifact computes them from the mask, so an app feeds
+them exactly as it feeds a BERT.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Family:
     layer_part: str  # the size breakdown's name for the layers' weights
     parts: tuple[tuple[str, str], ...]  # (fragment of a parameter name, part) checked before the common ones
     summary_keys: tuple[str, ...]  # the config fields a report records (enough to rebuild the shapes)
+    # position ids are padding_idx + cumsum(mask) (RoBERTa's rule), passed to the embeddings; else theirs
+    positions_after_padding: bool = False
 
     @property
     def size_parts(self) -> tuple[str, ...]:
@@ -179,6 +183,52 @@ FAMILIES: dict[str, Family] = {
         ),
     )
 }
+
+
+_ROBERTA_KEYS = (*_BERT_KEYS[:-1], "pad_token_id", "layer_norm_eps", _BERT_KEYS[-1])
+
+
+def _roberta_like(name: str, model_type: str, layer_class: str) -> Family:
+    """RoBERTa's layout (XLM-R's is the same under other class names): BERT's layers, one token type (the
+    artifact takes no ``token_type_ids``), positions after the padding index, the masked-LM head ``lm_head``
+    (dense, gelu, layer norm, the decoder tied to the word table)."""
+    return Family(
+        name=name,
+        model_types=(model_type,),
+        signature=Signature(INPUT_NAMES[:2]),
+        layers="encoder.layer",
+        encoder="encoder",
+        projection=None,
+        layer_classes=(layer_class,),
+        shared=False,
+        mlm_head=("lm_head",),
+        layer_part="encoder layers",
+        parts=(("encoder.layer.", "encoder layers"),),
+        summary_keys=_ROBERTA_KEYS,
+        positions_after_padding=True,
+    )
+
+
+FAMILIES.update(
+    {
+        f.name: f
+        for f in (
+            _roberta_like("roberta", "roberta", "RobertaLayer"),
+            _roberta_like("xlm-roberta", "xlm-roberta", "XLMRobertaLayer"),
+        )
+    }
+)
+
+
+def longest_input(config: Any) -> int:
+    """The most tokens a model of ``config`` (a transformers config or config.json's dict) takes: its position
+    table's size, less the padding index and one where positions start after it (RoBERTa's 514 -> 512)."""
+    get = config.get if isinstance(config, dict) else lambda key, default=None: getattr(config, key, default)
+    limit = int(get("max_position_embeddings", 512) or 512)
+    family = next((f for f in FAMILIES.values() if get("model_type") in f.model_types), None)
+    if family is not None and family.positions_after_padding:
+        limit -= int(get("pad_token_id", 1) or 0) + 1
+    return limit
 
 
 def supported_model_types() -> list[str]:

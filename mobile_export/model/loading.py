@@ -25,7 +25,14 @@ WEIGHT_FILES = (
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
 )
-TOKENIZER_FILES = ("vocab.txt", "spiece.model")
+TOKENIZER_FILES = ("vocab.txt", "spiece.model", "vocab.json + merges.txt", "sentencepiece.bpe.model")
+# each tokenizer kind's files, as a checkpoint ships them (the app's assets copy them)
+TOKENIZER_KINDS = {
+    "wordpiece": ("vocab.txt",),
+    "sentencepiece": ("spiece.model",),
+    "bpe": ("vocab.json", "merges.txt"),
+    "xlmr": ("sentencepiece.bpe.model",),
+}
 _HUB_PATTERNS = [
     "config.json",
     "*.safetensors",
@@ -46,7 +53,7 @@ class LoadedModel:
         model: the transformers model for ``task``, in eval mode, fp32.
         config: its transformers config (``AlbertConfig``, ``BertConfig``, ...).
         tokenizer: the transformers tokenizer (BertTokenizer for vocab.txt, AlbertTokenizer for spiece.model).
-        tokenizer_kind: ``"wordpiece"`` or ``"sentencepiece"``.
+        tokenizer_kind: a key of ``TOKENIZER_KINDS``.
         task: the task spec the model was loaded for.
         source: what the user passed; folder: the local folder read.
         notes: warnings worth putting in the report (e.g. a freshly initialised head).
@@ -163,17 +170,22 @@ def _weights_file(folder: Path) -> str:
 
 
 def load_tokenizer(folder: Path) -> tuple[Any, str]:
-    """The checkpoint's tokenizer and its kind (``wordpiece`` or ``sentencepiece``)."""
-    from transformers import AlbertTokenizer, BertTokenizer
+    """The checkpoint's tokenizer and its kind (``TOKENIZER_KINDS``: wordpiece, sentencepiece, bpe or xlmr)."""
+    from transformers import AlbertTokenizer, BertTokenizer, RobertaTokenizer, XLMRobertaTokenizer
 
-    # albert_chinese_* ship vocab.txt and are tokenized with BertTokenizer; English ALBERTs
-    # ship spiece.model. from_pretrained is required: transformers 5's constructors do not
-    # read vocab_file themselves.
+    # albert_chinese_* ship vocab.txt and are tokenized with BertTokenizer; English ALBERTs ship spiece.model;
+    # RoBERTa's byte-level BPE is vocab.json + merges.txt; XLM-R's SentencePiece (fairseq's ids) is
+    # sentencepiece.bpe.model. from_pretrained is required: transformers 5's constructors do not read vocab_file
+    # themselves.
+    cls: Any
     if (folder / "vocab.txt").is_file():
-        cls: Any
         cls, kind = BertTokenizer, "wordpiece"
     elif (folder / "spiece.model").is_file():
         cls, kind = AlbertTokenizer, "sentencepiece"
+    elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        cls, kind = RobertaTokenizer, "bpe"
+    elif (folder / "sentencepiece.bpe.model").is_file():
+        cls, kind = XLMRobertaTokenizer, "xlmr"
     else:
         raise CheckpointError(
             f"{folder} has no tokenizer (looked for {', '.join(TOKENIZER_FILES)}); "
@@ -200,6 +212,7 @@ _HEAD_KEYS = (
     "vocab_transform",
     "vocab_layer_norm",
     "vocab_projector",
+    "lm_head",
 )
 
 

@@ -30,10 +30,21 @@ class Embed(torch.nn.Module):
         self.width = base.config.hidden_size
         self.batch_one = batch_one
         self.types = INPUT_NAMES[2] in family.signature.inputs
+        self.padding_idx = int(base.config.pad_token_id) if family.positions_after_padding else None
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
         if self.types:
             hidden = self.project(self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids))
+        elif self.padding_idx is not None:
+            # RoBERTa's positions: padding_idx + 1 for the first real token, padding_idx where masked. From the mask
+            # (transformers reads input_ids != padding_idx: the same wherever padding is the pad id), and the one
+            # token type as zeros (transformers gathers its buffer by position: one op fewer here). No Python scalar
+            # in the integer arithmetic: PT2E's XNNPACK quantizer turns an op's scalar into a float tensor, and the
+            # positions came out float
+            keep = attention_mask.to(input_ids.dtype)
+            positions = torch.cumsum(keep, dim=1) * keep + torch.full_like(keep, self.padding_idx)
+            types = torch.zeros_like(input_ids)
+            hidden = self.embeddings(input_ids=input_ids, token_type_ids=types, position_ids=positions)
         else:  # DistilBERT's embeddings take the ids alone
             hidden = self.project(self.embeddings(input_ids))
         keep = attention_mask[:, None, :] if self.batch_one else attention_mask[:, None, None, :]

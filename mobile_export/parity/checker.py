@@ -23,6 +23,7 @@ from ..core.errors import ArtifactLoadError, first_line
 from ..core.progress import Progress
 from ..core.tasks import OutputKind, TaskSpec
 from ..core.thresholds import Thresholds
+from ..model.families import longest_input
 from ..model.loading import LoadedModel
 from ..model.reference import Example, output_width, reference_batch, tokenize
 from .accumulate import ParityAccumulator
@@ -376,7 +377,7 @@ class Checker:
             raise ArtifactLoadError(
                 f"{_shown(check)} fails on a {ex.length}-token parity text ({first_line(exc, 160)}): it is not an "
                 f"export of this checkpoint ({config.vocab_size} words, max length "
-                f"{config.max_position_embeddings}); pass the checkpoint it was exported from"
+                f"{longest_input(config)}); pass the checkpoint it was exported from"
             ) from exc
 
 

@@ -19,6 +19,7 @@ from ..core.errors import BadInputError
 from ..core.figures import mib
 from ..core.files import REPORT_JSON
 from ..measure.bench import machine, measure
+from ..model.families import longest_input
 from .records import ReportRecord
 
 
@@ -53,7 +54,7 @@ def compare(
     rows = []
     for folder, record in records:
         config = record.model.get("config") or {}
-        max_len = int(record.options.get("max_seq_len") or config.get("max_position_embeddings") or 512)
+        max_len = int(record.options.get("max_seq_len") or longest_input(config))
         vocab = int(config.get("vocab_size") or 100)
         for a in record.artifacts:
             backend, path = backends.open_artifact(folder / a.file)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...core.choices import Quant
 from ..base import DelegateCoverage
-from .convention import FORWARD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD
+from .convention import EMBED_METHOD, FORWARD_METHOD, INT4_TABLE_OP, SCHEDULE_METHOD
 from .serializer import decompile_flatbuffer, read_program
 
 # Operators an export may run outside the XNNPACK delegate: table lookups, shape queries and copies
@@ -60,10 +60,17 @@ HEAD_SELECTION_ALLOWED = frozenset(
 )
 _HEAD_PLANS = ("head", "forward")
 
+# RoBERTa's and XLM-R's position ids from the mask (``stages.Embed``: cumsum, times the mask, plus the padding
+# index): int64 arithmetic on the [B, S] index array before the lookups, which XNNPACK has no kernels for.
+# Allowed in embed (and forward) only.
+POSITION_INDEX_ALLOWED = frozenset({"aten::cumsum", "aten::mul", "aten::add", "aten::full_like"})
+_EMBED_PLANS = (EMBED_METHOD, FORWARD_METHOD)
+
 
 def coverage(path: Path, quant: Quant) -> DelegateCoverage:
     """Operators each method runs outside the XNNPACK delegate, read from the .pte's execution plans;
-    anything beyond ``OUTSIDE_DELEGATE_ALLOWED`` (and, in the head, ``HEAD_SELECTION_ALLOWED``) is a problem."""
+    anything beyond ``OUTSIDE_DELEGATE_ALLOWED`` (and, in the head, ``HEAD_SELECTION_ALLOWED``; in embed,
+    ``POSITION_INDEX_ALLOWED``) is a problem."""
     pte = read_program(path)
     outside: dict[str, list[str]] = {}
     delegates = 0
@@ -76,6 +83,7 @@ def coverage(path: Path, quant: Quant) -> DelegateCoverage:
         for op, plans in outside.items()
         if op not in OUTSIDE_DELEGATE_ALLOWED
         and not (op in HEAD_SELECTION_ALLOWED and all(p in _HEAD_PLANS for p in plans))
+        and not (op in POSITION_INDEX_ALLOWED and all(p in _EMBED_PLANS for p in plans))
     )
     problems = []
     if compute:

@@ -1,5 +1,5 @@
 """Encoder modules rewritten into ops XNNPACK takes (same functions, same shared parameters): ALBERT's, and the
-self-attention of BERT, ELECTRA and DistilBERT."""
+self-attention of BERT, ELECTRA, DistilBERT, RoBERTa and XLM-R."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def _heads(query, key, value, hidden: torch.Tensor, mask: torch.Tensor | None, h
 
 
 def _xnnpack_self_attention_forward(self, hidden_states, attention_mask=None, **kwargs):
-    """BERT's and ELECTRA's self-attention for a batch of one (``_heads``); the output projection and LayerNorm
-    that follow are the layer's own modules, which take ``[1, S, 1, W]`` as they are."""
+    """BERT's, ELECTRA's, RoBERTa's and XLM-R's self-attention for a batch of one (``_heads``); the output
+    projection and LayerNorm that follow are the layer's own modules, which take ``[1, S, 1, W]`` as they are."""
     return _heads(self.query, self.key, self.value, hidden_states, attention_mask, self.num_attention_heads), None
 
 
@@ -123,6 +123,8 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
     attentions = {
         "BertSelfAttention": (_xnnpack_self_attention_forward, "query"),
         "ElectraSelfAttention": (_xnnpack_self_attention_forward, "query"),
+        "RobertaSelfAttention": (_xnnpack_self_attention_forward, "query"),
+        "XLMRobertaSelfAttention": (_xnnpack_self_attention_forward, "query"),
         "DistilBertSelfAttention": (_xnnpack_distilbert_attention_forward, "q_lin"),
     }
 
