@@ -1,5 +1,6 @@
-"""BERT, ELECTRA and DistilBERT through the whole tool, as ALBERT goes: tiny seeded checkpoints of each (WordPiece
-vocabularies written here, never downloaded), every task, both formats (and the .ort), the three precisions; each
+"""BERT, ELECTRA, DistilBERT, RoBERTa and XLM-R through the whole tool, as ALBERT goes: tiny seeded checkpoints of each
+(WordPiece vocabularies written here, RoBERTa's byte-level BPE and XLM-R's SentencePiece trained here, never
+downloaded), every task, both formats (and the .ort), the three precisions; each
 artifact checked in its real runtime against transformers' own model (the export's gate), used without its
 checkpoint (``load``) as transformers is, its weights stored once, its inputs its family's.
 
@@ -16,6 +17,7 @@ import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, backends, load
 from mobile_export.core.tasks import supported_tasks
+from mobile_export.demo.tiny import NATIVE_TOKENIZER
 from mobile_export.model.families import FAMILIES
 from mobile_export.parity.texts import ENGLISH
 
@@ -63,7 +65,8 @@ def family_export(tiny_checkpoint, shared_export):
 
             limits = {"thresholds": Thresholds(min_agreement=0.9, min_sqnr_db=5.0, min_example_sqnr_db=0.0)}
             init = {"initializer_range": 0.02}
-        ckpt = tiny_checkpoint(task, "wordpiece", family=family, num_hidden_layers=2, **init)
+        ckpt = tiny_checkpoint(task, NATIVE_TOKENIZER.get(family, "wordpiece"), family=family, num_hidden_layers=2,
+                               **init)
         options = ExportOptions(backends=formats, quant=quant, measure_memory=False, **limits)
         return ckpt, shared_export(ckpt, options)
 
@@ -123,16 +126,18 @@ def test_family_round_trip(family_export, family, task, quant, formats):
         assert sqnr >= {Quant.FP32: 60.0, Quant.INT8: 20.0, Quant.INT4: 5.0}[quant], (backend, sqnr)
 
 
-def test_a_sentence_encoder_gives_transformers_vectors(tiny_checkpoint, shared_export):
-    """A MiniLM-shaped sentence encoder (BERT: hidden 384, 12 heads, intermediate 1536, 6 layers) exported with
-    mean pooling and normalization gives transformers' mean-pooled, normalized vectors (cosine >= 0.99)."""
+@pytest.mark.parametrize("family", ["bert", "xlm-roberta"])
+def test_a_sentence_encoder_gives_transformers_vectors(tiny_checkpoint, shared_export, family):
+    """A MiniLM-shaped sentence encoder (hidden 384, 12 heads, intermediate 1536, 6 layers: all-MiniLM's BERT and
+    paraphrase-multilingual-MiniLM's XLM-R, whose SentencePiece is trained here) exported with mean pooling and
+    normalization gives transformers' mean-pooled, normalized vectors (cosine >= 0.99)."""
     import torch
 
     from mobile_export.model.loading import load_checkpoint
 
-    ckpt = tiny_checkpoint("feature-extraction", "wordpiece", family="bert", hidden_size=384, num_attention_heads=12,
-                           intermediate_size=1536, num_hidden_layers=6, initializer_range=0.02,
-                           max_position_embeddings=128)
+    ckpt = tiny_checkpoint("feature-extraction", NATIVE_TOKENIZER.get(family, "wordpiece"), family=family,
+                           hidden_size=384, num_attention_heads=12, intermediate_size=1536, num_hidden_layers=6,
+                           initializer_range=0.02, max_position_embeddings=128)
     # the .onnx (a phone runs both; the .pte of the same machinery is the round trips' above)
     result = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), pooling="mean", normalize=True,
                                                measure_memory=False))

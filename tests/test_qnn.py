@@ -329,6 +329,22 @@ def test_default_calibration_follows_the_vocabulary(tiny_checkpoint, tmp_path):
     assert unknown_share(english, ["the the the"]) == 0.0
 
 
+@pytest.mark.parametrize("family,kind", [("roberta", "bpe"), ("xlm-roberta", "xlmr")])
+def test_default_calibration_fits_byte_level_and_xlmr_vocabularies(tiny_checkpoint, family, kind):
+    """A byte-level BPE has no unknown token: an English one reads a Chinese character as pieces of its bytes, which
+    count as unknown, so it gets English text (as XLM-R's SentencePiece, whose unknowns are plain); trained on the
+    reviews, either keeps them."""
+    reviews = [t for t, _ in load_reviews()["train"][:2000]]
+    english = _tokenizer(tiny_checkpoint("text-classification", kind, family=family, texts=ENGLISH))
+    chosen = calibration_for(None, ENGLISH, None, english)
+    assert chosen.source == "built-in English text" and chosen.unknown_share <= MAX_UNKNOWN, chosen
+    assert unknown_share(english, reviews[:20]) > 0.3
+    size = {"bpe_vocab_size": 8000} if kind == "bpe" else {"sp_vocab_size": 4000}  # room for the characters
+    chinese = _tokenizer(tiny_checkpoint("text-classification", kind, family=family, texts=reviews + ENGLISH, **size))
+    kept = calibration_for(None, ENGLISH, None, chinese)
+    assert kept.source.startswith("the demo's training reviews") and kept.note is None, kept
+
+
 def test_an_english_vocabulary_exports_to_the_npu_with_default_options(tiny_checkpoint, tmp_path, capsys):
     """An English-only WordPiece classifier (the Chinese reviews are 96% unknown tokens to it) calibrates on the
     built-in English text, says so, records it, and passes its gates on the HTP."""

@@ -133,7 +133,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         calibrated=True,
         fixed_length=128,
         # ELECTRA's QDQ graph leaves a node off the HTP (the session refuses with CPU fallback disabled); not found yet
-        families=frozenset({"albert", "bert", "distilbert"}),
+        families=frozenset({"albert", "bert", "distilbert", "roberta", "xlm-roberta"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
         simulator="QNN's x86-64 HTP simulator",
         optional_files=tuple(soc.file_name for soc in SOCS.values()),

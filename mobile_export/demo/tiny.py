@@ -89,8 +89,9 @@ def train_byte_level_bpe(texts: list[str], dest: Path, vocab_size: int = 400) ->
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2, special_tokens=ROBERTA_SPECIALS,
-                            show_progress=False)
+    bpe.train_from_iterator(
+        texts, vocab_size=vocab_size, min_frequency=2, special_tokens=ROBERTA_SPECIALS, show_progress=False
+    )
     bpe.save_model(str(dest))
 
 

@@ -57,15 +57,23 @@ def _demo_training_texts() -> Iterator[str]:
 
 def unknown_share(tokenizer, texts: Iterable[str]) -> float:
     """The share of ``texts``' tokens (specials left out) that ``tokenizer``'s vocabulary lacks: its unknown token,
-    or a byte-fallback piece."""
+    a byte-fallback piece, or (byte-level BPE, which has no unknown token) a piece holding part of a character."""
     unk = tokenizer.unk_token_id
     total = unknown = 0
     for text in texts:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         total += len(ids)
         unknown += sum(1 for i in ids if i == unk)
-        unknown += sum(1 for t in tokenizer.convert_ids_to_tokens(ids) if _BYTE_PIECE.fullmatch(t or ""))
+        unknown += sum(
+            1 for t in tokenizer.convert_ids_to_tokens(ids) if _BYTE_PIECE.fullmatch(t or "") or _partial(tokenizer, t)
+        )
     return unknown / total if total else 0.0
+
+
+def _partial(tokenizer, token: str | None) -> bool:
+    """Whether ``token`` alone decodes to an incomplete character (a byte-level piece of a character the vocabulary
+    lacks whole: RoBERTa's English vocabulary reads a Chinese character as two or three such pieces)."""
+    return bool(token) and "\ufffd" in tokenizer.convert_tokens_to_string([token]) and "\ufffd" not in token
 
 
 def calibration_for(

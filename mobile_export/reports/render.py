@@ -213,10 +213,10 @@ def short_weight(name: str) -> str:
     if ".albert_layers." in name:
         group = name.split(".albert_layer_groups.", 1)[-1].split(".", 1)[0]
         return ("" if group == "0" else f"group {group} ") + "layer " + name.split(".albert_layers.", 1)[-1]
-    for layers in ("encoder.layer.", "transformer.layer."):  # BERT, ELECTRA; DistilBERT
+    for layers in ("encoder.layer.", "transformer.layer."):  # BERT, ELECTRA, RoBERTa, XLM-R; DistilBERT
         if layers in name:
             return "layer " + name.split(layers, 1)[1]
-    for prefix in ("albert.", "bert.", "electra.", "distilbert."):
+    for prefix in ("albert.", "bert.", "electra.", "distilbert.", "roberta."):  # XLM-R's prefix is roberta.
         name = name.removeprefix(prefix)
     return name.removeprefix("encoder.")
 
