@@ -154,6 +154,33 @@ def _probe_split_classes() -> dict:
 
 
 @functools.lru_cache(maxsize=1)
+def _byte_level_classes() -> dict:
+    """Which code points the byte-level pre-tokenizer's regex reads as letters (``\\p{L}``), numbers (``\\p{N}``)
+    and whitespace (``\\s``), in the Rust library's own Unicode tables (cached on disk)."""
+    return cached_json("byte-level-classes", _library_versions(), _probe_byte_level_classes)
+
+
+def _probe_byte_level_classes() -> dict:
+    from tokenizers import pre_tokenizers
+
+    pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [span for _, span in pre_tokenizer.pre_tokenize_str(text)]
+
+    letters, numbers, spaces = [], [], []
+    for cp in _code_points():
+        ch = chr(cp)
+        if spans(f"a{ch}") == [(0, 2)]:  # a letter run goes on through it
+            letters.append(cp)
+        elif spans(f"0{ch}") == [(0, 2)]:
+            numbers.append(cp)
+        elif spans(f"!{ch}a")[0] == (0, 1):  # neither, and it ends a run of other characters: whitespace
+            spaces.append(cp)
+    return {"letters": _ranges(letters), "numbers": _ranges(numbers), "spaces": _ranges(spaces)}
+
+
+@functools.lru_cache(maxsize=1)
 def _grapheme_classes() -> dict:
     """Grapheme cluster classes as the Rust tokenizers' Precompiled normaliser segments (cached on disk)."""
     return cached_json("graphemes", _library_versions(), _probe_grapheme_classes)
@@ -273,14 +300,19 @@ def on_device_spec(tokenizer) -> tuple[dict, dict]:
                 "(supported: WhitespaceSplit then Metaspace, as AlbertTokenizer does)"
             )
     elif model.get("type") == "BPE":
-        # RoBERTa's byte-level BPE: no normalizer, the ByteLevel pre-tokenizer (its regex, then bytes as
-        # characters); the Java side is not written yet (it refuses the model type by name)
+        # RoBERTa's byte-level BPE: no normalizer, the ByteLevel pre-tokenizer (its regex on the probed classes,
+        # then bytes as characters), merges by rank
         pre = spec.get("pre_tokenizer") or {}
-        if norm or pre.get("type") != "ByteLevel" or not pre.get("use_regex", True):
+        post = (spec.get("post_processor") or {}).get("type")
+        if norm or pre.get("type") != "ByteLevel" or not pre.get("use_regex", True) or model.get("byte_fallback"):
             raise UnsupportedError(
                 "a BPE tokenizer must be byte-level (no normalizer, the ByteLevel pre-tokenizer with its regex, "
                 "as RobertaTokenizer is) for the on-device tokenizer"
             )
+        if post not in ("RobertaProcessing", "TemplateProcessing"):
+            raise UnsupportedError(f"a byte-level BPE's post-processor {post} is not reproduced on device")
+        table["normalizer"] = {}
+        table["byte_level"] = copy.deepcopy(_byte_level_classes())
     else:
         raise UnsupportedError(
             f"tokenizer model {model.get('type')!r} has no on-device implementation (supported: WordPiece, Unigram, "

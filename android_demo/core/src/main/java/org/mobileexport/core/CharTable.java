@@ -28,6 +28,7 @@ public final class CharTable {
     final CodePointSet prepend;
     final CodePointSet control;
     final CodePointSet pictographic;
+    final JSONObject byteLevel; // the byte-level BPE's letter, number and whitespace classes (null otherwise)
 
     public CharTable(JSONObject json) throws JSONException {
         int schema = json.optInt("schema_version", 1);
@@ -56,6 +57,7 @@ public final class CharTable {
         prepend = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("prepend"));
         control = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("control"));
         pictographic = g == null ? CodePointSet.EMPTY : CodePointSet.fromJson(g.optJSONArray("pictographic"));
+        byteLevel = json.optJSONObject("byte_level");
     }
 
     /** Applies the character-wise normalisation to every code point of {@code text}. */

@@ -25,6 +25,9 @@ public final class TextEncoder {
     private final int maskId; // -1 when the tokenizer has no mask token
     private final String maskToken;
     private final String[] pieces; // by id, as transformers' decode([id]) writes the token alone
+    private final String[] raw; // by id, the token as the vocabulary writes it (its byte-level characters)
+    private final boolean trimOffsets; // RoBERTa's post-processor: spans without the tokens' own spaces
+    private final boolean prefixSpace; // ... keeping a first token's one space, which add_prefix_space added
 
     private TextEncoder(JSONObject settings, JSONObject spec, JSONObject charTable) throws JSONException {
         kind = settings.getString("kind");
@@ -36,18 +39,33 @@ public final class TextEncoder {
             model = new WordPiece(spec.getJSONObject("model"), table);
         } else if (type.equals("Unigram")) {
             model = new Unigram(spec, table);
+        } else if (type.equals("BPE")) {
+            model = new ByteLevelBpe(spec, table);
         } else {
             throw new JSONException("tokenizer model " + type + " is not supported on device");
         }
-        pieces = pieces(spec, type.equals("Unigram"));
+        pieces = pieces(spec, type.equals("Unigram"), type.equals("BPE"));
+        raw = tokens(spec, type.equals("Unigram"));
         JSONObject mask = settings.optJSONObject("special_tokens") == null ? null
                 : settings.getJSONObject("special_tokens").optJSONObject("mask");
         maskId = mask == null ? -1 : mask.getInt("id");
         maskToken = mask == null ? null : mask.getString("token");
         JSONObject post = spec.getJSONObject("post_processor");
-        JSONObject specials = post.getJSONObject("special_tokens");
-        single = template(post.getJSONArray("single"), specials);
-        pair = post.has("pair") ? template(post.getJSONArray("pair"), specials) : null;
+        if (post.getString("type").equals("RobertaProcessing")) { // <s> A </s>, <s> A </s></s> B </s>; type ids 0
+            long cls = post.getJSONArray("cls").getLong(1);
+            long sep = post.getJSONArray("sep").getLong(1);
+            single = List.of(special(cls), new Part(null, false, 0), special(sep));
+            pair = List.of(special(cls), new Part(null, false, 0), special(sep), special(sep), new Part(null, true, 0),
+                    special(sep));
+            trimOffsets = post.optBoolean("trim_offsets", true);
+            prefixSpace = post.optBoolean("add_prefix_space", false);
+        } else {
+            JSONObject specials = post.getJSONObject("special_tokens");
+            single = template(post.getJSONArray("single"), specials);
+            pair = post.has("pair") ? template(post.getJSONArray("pair"), specials) : null;
+            trimOffsets = false;
+            prefixSpace = false;
+        }
         if (maxLength < specialCount(single)) {
             throw new JSONException("max_length " + maxLength + " leaves no room for the special tokens");
         }
@@ -86,6 +104,10 @@ public final class TextEncoder {
         return out;
     }
 
+    private static Part special(long id) {
+        return new Part(new long[] {id}, false, 0);
+    }
+
     private static int specialCount(List<Part> template) {
         int n = 0;
         for (Part p : template) {
@@ -99,7 +121,19 @@ public final class TextEncoder {
      * pieces to a previous one), SentencePiece's piece without its word-boundary marks (the Metaspace decoder drops
      * them from a first token); added tokens by their content, through the same rule.
      */
-    private static String[] pieces(JSONObject spec, boolean metaspace) throws JSONException {
+    private static String[] pieces(JSONObject spec, boolean metaspace, boolean byteLevel) throws JSONException {
+        String[] tokens = tokens(spec, metaspace);
+        String[] out = new String[tokens.length];
+        for (int i = 0; i < out.length; i++) {
+            String piece = tokens[i];
+            out[i] = piece == null ? "" : metaspace ? piece.replace("\u2581", "") : byteLevel
+                    ? ByteLevelBpe.decode(piece) : piece;
+        }
+        return out;
+    }
+
+    /** Each id's token as the vocabulary (or the added tokens) writes it; null for an id neither has. */
+    private static String[] tokens(JSONObject spec, boolean metaspace) throws JSONException {
         JSONObject m = spec.getJSONObject("model");
         List<String> byId = new ArrayList<>();
         if (metaspace) {
@@ -118,12 +152,7 @@ public final class TextEncoder {
         for (int i = 0; added != null && i < added.length(); i++) {
             put(byId, added.getJSONObject(i).getInt("id"), added.getJSONObject(i).getString("content"));
         }
-        String[] out = new String[byId.size()];
-        for (int i = 0; i < out.length; i++) {
-            String piece = byId.get(i);
-            out[i] = piece == null ? "" : metaspace ? piece.replace("\u2581", "") : piece;
-        }
-        return out;
+        return byId.toArray(new String[0]);
     }
 
     private static void put(List<String> byId, int id, String token) throws JSONException {
@@ -189,14 +218,57 @@ public final class TextEncoder {
     /** The tokens of {@code text} (made valid Unicode first) with their spans in it, no special tokens. */
     Tokens tokens(String text) {
         Tokens out = new Tokens();
-        for (AddedTokens.Segment seg : added.split(Text.sanitize(text))) {
+        String valid = Text.sanitize(text);
+        for (AddedTokens.Segment seg : added.split(valid)) {
             if (seg.isToken()) {
                 out.add(seg.id, seg.start, seg.end);
             } else {
                 model.tokenize(AlignedText.of(seg.text, seg.start), seg.start == 0, out);
             }
         }
+        return trimOffsets ? trimmed(out, valid) : out;
+    }
+
+    /**
+     * tokenizers' ByteLevel process_offsets: a token's leading and trailing spaces ("\u0120", or whitespace) leave its
+     * span, except the one space add_prefix_space put before the first token (or one starting at 0).
+     */
+    private Tokens trimmed(Tokens in, String text) {
+        Tokens out = new Tokens();
+        for (int i = 0; i < in.size(); i++) {
+            String token = in.id(i) < raw.length && raw[in.id(i)] != null ? raw[in.id(i)] : "";
+            int[] cps = token.codePoints().toArray();
+            int lead = 0;
+            while (lead < cps.length && isSpace(cps[lead])) {
+                lead++;
+            }
+            int trail = 0;
+            while (trail < cps.length && isSpace(cps[cps.length - 1 - trail])) {
+                trail++;
+            }
+            // in code points, as tokenizers counts offsets here (a span is UTF-16 indices)
+            int start = text.codePointCount(0, in.start(i));
+            int end = start + text.codePointCount(in.start(i), in.end(i));
+            if (lead > 0) {
+                boolean first = i == 0 || start == 0;
+                if (!(first && prefixSpace && lead == 1)) {
+                    start = Math.min(start + lead, end);
+                }
+            }
+            if (trail > 0 && end >= trail) {
+                end = Math.max(end - trail, start);
+            }
+            int from = text.offsetByCodePoints(0, start);
+            out.add(in.id(i), from, text.offsetByCodePoints(from, end - start));
+        }
         return out;
+    }
+
+    /** The byte-level space, or a character Rust's char::is_whitespace takes (Unicode White_Space). */
+    private static boolean isSpace(int cp) {
+        return cp == 0x120 || (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680
+                || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F
+                || cp == 0x3000;
     }
 
     /** Model inputs for {@code text}: special tokens added, truncated to the exported max length. */
