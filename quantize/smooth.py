@@ -39,7 +39,7 @@ FOLDS = (
     ("embeddings.LayerNorm", "embeddings.LayerNorm", "encoder.embedding_hidden_mapping_in"),  # ALBERT
     ("embeddings.LayerNorm", "embeddings.LayerNorm", "embeddings_project"),  # ELECTRA
     ("attention.value", "value", "dense"),  # ALBERT
-    ("attention.self.value", "self.value", "output.dense"),  # BERT, ELECTRA
+    ("attention.self.value", "self.value", "output.dense"),  # BERT, ELECTRA, RoBERTa, XLM-R
     ("attention.v_lin", "v_lin", "out_lin"),  # DistilBERT
 )
 

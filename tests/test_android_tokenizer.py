@@ -173,7 +173,7 @@ def test_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_
     assert_same(tok, assets, corpus, 128)
 
 
-@pytest.mark.parametrize("vocab_size,text", [(300, "en"), (8000, "mix")], ids=["v300", "v8000-zh"])
+@pytest.mark.parametrize("vocab_size,text", [(8000, "mix")], ids=["v8000-zh"])  # the Unigram code is ALBERT's
 def test_xlmr_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_size, text):
     """XLM-R's SentencePiece: fairseq's ids (<s>=0 <pad>=1 </s>=2 <unk>=3, pieces shifted by one, <mask> last), its
     <s> A </s></s> B </s> template; the Unigram and normalizer code ALBERT's uses."""
@@ -189,8 +189,8 @@ def test_xlmr_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, v
     assert_same(tok, assets, corpus, 128)
 
 
-@pytest.mark.parametrize("vocab_size,text,prefix", [(500, "en", False), (8000, "mix", False), (2000, "en", True)],
-                         ids=["v500", "v8000-zh", "v2000-prefix-space"])
+@pytest.mark.parametrize("vocab_size,text,prefix", [(8000, "mix", False), (2000, "en", True)],
+                         ids=["v8000-zh", "v2000-prefix-space"])  # a 500-token one: the test after this one
 def test_byte_level_bpe_matches_python(corpus, sp_training_text, tmp_path, vocab_size, text, prefix):
     """RoBERTa's byte-level BPE: the pre-tokenizer's regex on the probed character classes, bytes as characters,
     merges by rank, trimmed offsets, <mask>'s left strip, the <s> A </s></s> B </s> template; with and without

@@ -3,6 +3,7 @@ dynamic int8 scale, at every depth of the shared layer, and name none on a model
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from mobile_export.model.activations import OUTLIER_RATIO, channel_ranges
@@ -134,3 +135,25 @@ def test_smoothing_leaves_a_model_without_outliers_alone(tiny_checkpoint):
     state = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     assert smooth(loaded.model, {k: torch.from_numpy(v.absmax) for k, v in ranges.items()}, threshold=OUTLIER_RATIO) == []
     assert all(torch.equal(state[k], v) for k, v in loaded.model.state_dict().items())
+
+
+@pytest.mark.parametrize("family", ["roberta", "xlm-roberta"])
+def test_the_smooth_folds_are_exact_in_roberta_and_xlmr(tiny_checkpoint, family):
+    """RoBERTa's and XLM-R's layers offer the smooth repair its exact fold (each layer's value -> attention output):
+    any per-channel scales folded there leave the fp32 function as it was."""
+    from quantize.smooth import fold, foldable_pairs
+
+    from mobile_export.demo.tiny import NATIVE_TOKENIZER
+
+    loaded = load_checkpoint(tiny_checkpoint("text-classification", NATIVE_TOKENIZER[family], family=family,
+                                             num_hidden_layers=3))
+    examples = tokenize(loaded.tokenizer, builtin_texts()[:8], 64)
+    before = _outputs(loaded, examples)()
+    pairs = foldable_pairs(loaded.model)
+    assert [(p.split(".")[-1], c.split(".")[-2:]) for p, c in pairs] == [("value", ["output", "dense"])] * 3
+    generator = torch.Generator().manual_seed(0)
+    for producer, consumer in pairs:
+        width = loaded.model.get_submodule(consumer).in_features
+        fold(loaded.model, producer, consumer, torch.exp(torch.randn(width, generator=generator)))
+    after = _outputs(loaded, examples)()
+    assert max(float(abs(a - b).max()) for a, b in zip(before, after)) < 1e-4

@@ -3,7 +3,6 @@ package org.mobileexport.core;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.json.JSONArray;
@@ -28,12 +27,7 @@ final class ByteLevelBpe implements SegmentTokenizer {
     private final CodePointSet letters;
     private final CodePointSet numbers;
     private final CodePointSet spaces;
-    private final Map<String, int[]> cache = new LinkedHashMap<String, int[]>(256, 0.75f, true) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, int[]> eldest) {
-            return size() > CACHE_WORDS;
-        }
-    };
+    private final Map<String, int[]> cache = new HashMap<>(); // words seen, emptied when it reaches CACHE_WORDS
 
     ByteLevelBpe(JSONObject spec, CharTable table) throws JSONException {
         JSONObject model = spec.getJSONObject("model");
@@ -197,6 +191,9 @@ final class ByteLevelBpe implements SegmentTokenizer {
         int[] merged = cache.get(word.toString());
         if (merged == null) {
             merged = merge(word.toString());
+            if (cache.size() >= CACHE_WORDS) {
+                cache.clear();
+            }
             cache.put(word.toString(), merged);
         }
         for (int k = 0; k < merged.length; k += 3) { // (id, first byte, end byte)
