@@ -73,7 +73,9 @@ def unknown_share(tokenizer, texts: Iterable[str]) -> float:
 def _partial(tokenizer, token: str | None) -> bool:
     """Whether ``token`` alone decodes to an incomplete character (a byte-level piece of a character the vocabulary
     lacks whole: RoBERTa's English vocabulary reads a Chinese character as two or three such pieces)."""
-    return bool(token) and "\ufffd" in tokenizer.convert_tokens_to_string([token]) and "\ufffd" not in token
+    if not token or "\ufffd" in token:
+        return False
+    return "\ufffd" in tokenizer.convert_tokens_to_string([token])
 
 
 def calibration_for(
