@@ -129,14 +129,14 @@ def test_app_ort_runner_on_the_jvm_matches_python(tmp_path, quant):
           f"{int(np.sum(java_labels != q.argmax(-1)))} labels differ, max |p diff| {float(np.max(np.abs(q - java_p))):.1e}")
 
 
-def _lone_onnx(tmp_path, tiny_checkpoint, shared_export, task: str, kind: str):
+def _lone_onnx(tmp_path, tiny_checkpoint, shared_export, task: str, kind: str, **options):
     """(checkpoint, its int8 .onnx copied alone with its data file) for a tiny ``task`` model of tokenizer ``kind``
     (ALBERT's two kinds; RoBERTa for ``bpe``, XLM-R for ``xlmr``)."""
     from mobile_export import Backend, ExportOptions
 
     family = {"bpe": "roberta", "xlmr": "xlm-roberta"}.get(kind, "albert")
     ckpt = tiny_checkpoint(task, kind, family=family, max_position_embeddings=64)
-    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False)).out
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.ONNX,), measure_memory=False, **options)).out
     return ckpt, copy_alone(out / "model.onnx", tmp_path / "alone")
 
 
@@ -188,6 +188,53 @@ def test_library_fill_mask_from_the_lone_file_matches_python(tmp_path, tiny_chec
     assert java["refused"] == [f"fill-mask needs a {tokenizer.mask_token} in the text", "k 0: pass 1 or more"]
     print(f"\n{kind} fill-mask: JVM TextModel (onnxruntime {version}) equals Python onnxruntime {version} (1e-6); "
           f"vs the pinned Python onnxruntime through mobile_export.load: max |score diff| {worst:.1e}")
+
+
+# Run with the Java library's ONNX Runtime first on sys.path: mobile_export.load(FILE).fill_mask on each text, its
+# session made as the app's OrtRunner makes it (see _PYTHON_ANSWER below).
+_PYTHON_FILLS = """
+import json, sys
+import onnxruntime
+from mobile_export import load
+model, texts, k, out = sys.argv[1:5]
+predictor = load(model)
+options = onnxruntime.SessionOptions()
+options.add_session_config_entry("session.x64quantprecision", "1")
+predictor._runner.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+rows = [[m.to_json() for m in predictor.fill_mask(t, int(k))] for t in json.load(open(texts, encoding="utf-8"))]
+json.dump({"version": onnxruntime.__version__, "fills": rows}, open(out, "w"))
+"""
+
+
+def test_library_fill_mask_of_a_topk_file_matches_python(tmp_path, tiny_checkpoint, shared_export):
+    """A --head topk:5 fill-mask file (a RoBERTa: its int64 positions and ids through the app's OrtRunner): the
+    library's fills, k 3 and k 5, are the file's own slots as mobile_export.load(FILE) reads them under Python's
+    ONNX Runtime of the same version."""
+    from mobile_export.model.loading import load_checkpoint
+
+    (classpath, ort_py, version), (ckpt, lone) = _jvm_env(), _lone_onnx(tmp_path, tiny_checkpoint, shared_export,
+                                                                         "fill-mask", "bpe", head="topk:5")
+    tokenizer = load_checkpoint(ckpt).tokenizer
+    texts = [t.format(m=tokenizer.mask_token) for t in _MASKED]
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    for k in (3, 5):
+        proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmFillMask", str(lone),
+                               str(tmp_path / "texts.txt"), str(k), str(tmp_path / f"java{k}.json")],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        java = json.loads((tmp_path / f"java{k}.json").read_text(encoding="utf-8"))
+        subprocess.run([sys.executable, "-c", _PYTHON_FILLS, str(lone), str(tmp_path / "texts.json"), str(k),
+                        str(tmp_path / f"python{k}.json")], check=True, env=dict(os.environ, PYTHONPATH=ort_py),
+                       timeout=1800)
+        python = json.loads((tmp_path / f"python{k}.json").read_text())
+        assert python["version"] == version
+        for fills, masks in zip(java["fills"], python["fills"]):
+            assert [f["position"] for f in fills] == [m["position"] for m in masks]
+            for fill, mask in zip(fills, masks):
+                assert fill["ids"] == [f["token_id"] for f in mask["fills"]]
+                np.testing.assert_allclose(fill["scores"], [f["score"] for f in mask["fills"]], atol=1e-6)
+        assert sum(len(f) for f in java["fills"]) == 4 and all(len(c["ids"]) == k for f in java["fills"] for c in f)
 
 
 # question-answering pairs: English, Chinese, accents and emoji (two UTF-16 chars each) in the context, and a

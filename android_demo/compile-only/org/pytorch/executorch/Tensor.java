@@ -20,4 +20,8 @@ public abstract class Tensor {
     public float[] getDataAsFloatArray() {
         throw new UnsupportedOperationException("compile-only");
     }
+
+    public long[] getDataAsLongArray() {
+        throw new UnsupportedOperationException("compile-only");
+    }
 }

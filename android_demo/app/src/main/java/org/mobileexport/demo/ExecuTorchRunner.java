@@ -77,9 +77,23 @@ final class ExecuTorchRunner implements ModelRunner, CarriedAssets, AutoCloseabl
         List<EValue> values = calls.runAll(feeds(in));
         float[][] outputs = new float[values.size()][];
         for (int k = 0; k < outputs.length; k++) {
-            outputs[k] = values.get(k).toTensor().getDataAsFloatArray();
+            outputs[k] = floats(values.get(k).toTensor());
         }
         return outputs;
+    }
+
+    /** A float tensor's values; an int64 one's (a top-k head's positions and ids) as floats (ModelRunner.runAll). */
+    private static float[] floats(Tensor t) {
+        try {
+            return t.getDataAsFloatArray();
+        } catch (IllegalStateException notFloat) { // ExecuTorch's Tensor of another type refuses so
+            long[] values = t.getDataAsLongArray();
+            float[] out = new float[values.length];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = values[i];
+            }
+            return out;
+        }
     }
 
     /** The model's inputs for {@code in} (input_ids, attention_mask and, but for DistilBERT, token_type_ids). */

@@ -145,9 +145,11 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
                 // every element of the batch of one, whatever the rank: [1, classes], [1, tokens, vocabulary], ...
                 float[][] outputs = new float[result.size()][];
                 for (int k = 0; k < outputs.length; k++) {
-                    FloatBuffer values = ((OnnxTensor) result.get(k)).getFloatBuffer();
+                    OnnxTensor tensor = (OnnxTensor) result.get(k);
+                    FloatBuffer values = tensor.getFloatBuffer();
                     if (values == null) { // a top-k head's positions and ids are int64
-                        throw new IllegalStateException("output " + k + " of the model is not a float tensor");
+                        outputs[k] = longsAsFloats(tensor.getLongBuffer(), k);
+                        continue;
                     }
                     // a per-token output of the padded run: only the text's own n rows
                     int keep = perToken.contains(names.get(k)) ? values.remaining() / length * n : values.remaining();
@@ -161,6 +163,18 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
                 t.close();
             }
         }
+    }
+
+    /** An int64 output as floats (ModelRunner.runAll); anything but float or int64 is refused. */
+    private static float[] longsAsFloats(LongBuffer values, int k) {
+        if (values == null) {
+            throw new IllegalStateException("output " + k + " of the model is neither a float nor an int64 tensor");
+        }
+        float[] out = new float[values.remaining()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = values.get();
+        }
+        return out;
     }
 
     private static long[] padded(long[] values, int length) {

@@ -25,6 +25,16 @@ public class Tensor {
     }
 
     public float[] getDataAsFloatArray() {
+        if (floats == null) { // as ExecuTorch's Tensor of another dtype refuses
+            throw new IllegalStateException("Tensor of type Tensor_int64 cannot return data as float array.");
+        }
         return floats.clone();
+    }
+
+    public long[] getDataAsLongArray() {
+        if (longs == null) {
+            throw new IllegalStateException("Tensor of type Tensor_float32 cannot return data as long array.");
+        }
+        return longs.clone();
     }
 }

@@ -149,6 +149,26 @@ public class ExecuTorchRunnerTest {
     }
 
     @Test
+    public void aTopKHeadsInt64OutputsComeAsFloats() throws Exception {
+        Module.next = new Module.Program() { // a --head topk file: positions and ids are int64, scores float
+            public String[] methods() {
+                return new String[] {"forward"};
+            }
+
+            public EValue[] execute(String method, EValue[] inputs) {
+                return new EValue[] {EValue.from(Tensor.fromBlob(new long[] {3, -1}, new long[] {1, 2})),
+                    EValue.from(Tensor.fromBlob(new long[] {250001, 7}, new long[] {1, 2, 1})), floats(0.5f, 0.25f)};
+            }
+        };
+        try (ExecuTorchRunner runner = new ExecuTorchRunner(PTE, 2)) {
+            float[][] out = runner.runAll(TEXT);
+            assertArrayEquals(new float[] {3, -1}, out[0], 0f);
+            assertArrayEquals(new float[] {250001, 7}, out[1], 0f); // exact: every id below 2^24 is
+            assertArrayEquals(new float[] {0.5f, 0.25f}, out[2], 0f);
+        }
+    }
+
+    @Test
     public void theLayerLoopFeedsEachLayerACopyOfTheLast() throws Exception {
         float[] arena = new float[2]; // one planned buffer for the layer's output, reused on every call
         Module.next = new Module.Program() {

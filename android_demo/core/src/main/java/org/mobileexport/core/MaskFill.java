@@ -29,6 +29,30 @@ public final class MaskFill {
     }
 
     /**
+     * The best tokens at every mask from a {@code --head topk} model's outputs (its card's {@code mask_positions},
+     * {@code top_ids}, {@code top_scores}: one slot per mask in order, position -1 for an empty slot, the head's K
+     * ids and probabilities per slot, best first), the first {@code k} of each (k above K: all K).
+     */
+    static List<MaskFill> fromTopK(float[] positions, float[] ids, float[] scores, TextEncoder encoder, int k) {
+        int slots = positions.length;
+        if (slots == 0 || ids.length % slots != 0 || scores.length != ids.length) {
+            throw new IllegalStateException("a top-k head's outputs have " + slots + " slots, " + ids.length
+                    + " ids and " + scores.length + " scores; the model is not a --head topk fill-mask file");
+        }
+        int per = ids.length / slots;
+        List<MaskFill> out = new ArrayList<>();
+        for (int s = 0; s < slots && positions[s] >= 0; s++) {
+            List<Candidate> best = new ArrayList<>();
+            for (int r = 0; r < Math.min(k, per); r++) {
+                int id = (int) ids[s * per + r];
+                best.add(new Candidate(id, encoder.tokenOf(id), scores[s * per + r]));
+            }
+            out.add(new MaskFill((int) positions[s], best));
+        }
+        return out;
+    }
+
+    /**
      * The top {@code k} tokens at every mask of {@code input} from a full fill-mask head's logits ({@code [tokens,
      * vocabulary]}, row-major): softmax over each mask's row, in double precision as Python's decoding does.
      */

@@ -22,6 +22,9 @@ import org.json.JSONObject;
  * question-answering model's {@code model.answer(question, context)} the answer's text and span in the context.
  */
 public final class TextModel implements AutoCloseable {
+    /** A {@code --head topk} fill-mask model's outputs (Python's core.heads.TOPK_OUTPUTS). */
+    static final List<String> TOPK_OUTPUTS = List.of("mask_positions", "top_ids", "top_scores");
+
     private final ModelRunner runner;
     private final TextEncoder encoder;
     private final Classifier classifier; // null unless the task has labels
@@ -110,13 +113,12 @@ public final class TextModel implements AutoCloseable {
 
     /**
      * The {@code k} best tokens at every mask token ({@link TextEncoder#maskToken()}) of {@code text} (a fill-mask
-     * model exported with the full head, the default).
+     * model: the full head, the default, or {@code --head topk}, whose K best per mask, for its first masks, are all
+     * it gives: k above K gives K).
      */
     public List<MaskFill> fillMask(String text, int k) throws Exception {
-        if (!task.equals("fill-mask") || outputs.size() != 1) {
-            throw new IllegalStateException(task.equals("fill-mask")
-                    ? "the model was exported with --head topk, whose slots this library does not read yet; export "
-                    + "it with --head full" : "a " + task + " model fills no masks");
+        if (!task.equals("fill-mask")) {
+            throw new IllegalStateException("a " + task + " model fills no masks");
         }
         if (k < 1) {
             throw new IllegalArgumentException("k " + k + ": pass 1 or more");
@@ -127,6 +129,10 @@ public final class TextModel implements AutoCloseable {
                     + " in the text");
         }
         Encoding input = encoder.encode(text);
+        if (outputs.equals(TOPK_OUTPUTS)) {
+            float[][] out = runner.runAll(input);
+            return MaskFill.fromTopK(out[0], out[1], out[2], encoder, k);
+        }
         return MaskFill.decode(runner.run(input), input, encoder, k);
     }
 
