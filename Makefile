@@ -85,7 +85,8 @@ android-junit: install
 		$$(find $(CORE)/src/main/java $(CORE)/src/test/java -name '*.java')
 	java -Dmobileexport.assets=$(CORE_BUILD)/test-assets -cp $(CORE_BUILD)/junit:$(JAVA_CP):$(JUNIT_CP) \
 		org.junit.runner.JUnitCore org.mobileexport.core.CoreTest org.mobileexport.core.DemoAssetsTest \
-		org.mobileexport.core.ModelHostTest org.mobileexport.core.AppCoreTest
+		org.mobileexport.core.ModelHostTest org.mobileexport.core.AppCoreTest \
+		org.mobileexport.core.TaskActionsTest
 
 # JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
 android-test: android-junit

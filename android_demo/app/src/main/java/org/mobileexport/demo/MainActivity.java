@@ -14,7 +14,9 @@ import android.widget.TextView;
 import org.mobileexport.core.ModelHost;
 
 /**
- * Type text, see the label, probabilities and latency from ExecuTorch and ONNX Runtime side by side.
+ * Type text, see what the model gives and the latency from ExecuTorch and ONNX Runtime side by side: what the screen
+ * offers follows the task the export was made for (classify; answer a question from a context; fill the masks of a
+ * text; search a few sentences with a sentence embedding; {@link org.mobileexport.core.TaskActions}).
  * At start the manifest's golden examples are run through both runtimes (the on-device self-test).
  * The models live in {@link Models}' host (loaded once per process for every window, kept across
  * rotation, used and closed only on its worker thread); this screen holds a lease on them, handed to
@@ -34,6 +36,7 @@ public final class MainActivity extends Activity {
         applyInsets(findViewById(R.id.root));
         TextView selfTest = findViewById(R.id.selftest);
         EditText input = findViewById(R.id.input);
+        EditText context = findViewById(R.id.context);
         Button classify = findViewById(R.id.classify);
         TextView results = findViewById(R.id.results);
         Object kept = getLastNonConfigurationInstance();
@@ -43,7 +46,13 @@ public final class MainActivity extends Activity {
         if (fresh) {
             selfTest.setText(R.string.loading);
             lease.submit((models, error) -> {
-                lease.publish("ready", String.valueOf(models != null && models.ready()));
+                boolean ready = models != null && models.ready();
+                if (ready) { // before "ready": the screen shows the task's own button, example and context field
+                    lease.publish("context", String.valueOf(models.needsContext()));
+                    lease.publish("example", models.example());
+                    lease.publish("action", models.action() == null ? "" : models.action());
+                }
+                lease.publish("ready", String.valueOf(ready && models.action() != null));
                 lease.publish("status", models == null ? "Could not load the models: " + Models.describe(error)
                         : models.status());
             });
@@ -56,6 +65,15 @@ public final class MainActivity extends Activity {
                 case "ready":
                     classify.setEnabled(Boolean.parseBoolean(text));
                     break;
+                case "action":
+                    classify.setText(text.isEmpty() ? getString(R.string.nothing) : text);
+                    break;
+                case "example":
+                    input.setText(text);
+                    break;
+                case "context":
+                    context.setVisibility(Boolean.parseBoolean(text) ? View.VISIBLE : View.GONE);
+                    break;
                 case "status":
                     selfTest.setText(text);
                     break;
@@ -65,9 +83,10 @@ public final class MainActivity extends Activity {
         }));
         classify.setOnClickListener(v -> {
             String text = input.getText().toString();
+            String second = context.getText().toString();
             lease.submit((models, error) -> {
                 if (models != null) {
-                    lease.publish("result", models.classify(text));
+                    lease.publish("result", models.run(text, second));
                 }
             });
         });

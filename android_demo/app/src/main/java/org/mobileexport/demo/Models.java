@@ -6,32 +6,35 @@ import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.function.Supplier;
+import org.json.JSONObject;
 import org.mobileexport.core.AssetCopy;
 import org.mobileexport.core.CarriedAssets;
-import org.mobileexport.core.Classifier;
 import org.mobileexport.core.DeviceStats;
 import org.mobileexport.core.Embedded;
-import org.mobileexport.core.Encoding;
 import org.mobileexport.core.Manifest;
 import org.mobileexport.core.ModelHost;
 import org.mobileexport.core.ModelRunner;
 import org.mobileexport.core.SelfTest;
+import org.mobileexport.core.TaskActions;
 import org.mobileexport.core.TextEncoder;
 import org.mobileexport.core.TextModel;
 
 /**
- * The tokenizer, labels and runtimes of one load, with what loading them cost (time, first run, RSS).
- * The process holds them through {@link #host}: loaded once for every screen, kept across rotation, and
- * loaded, run and closed only on the host's one worker thread.
+ * The export's model in each runtime of one load (a {@link TextModel} per runner: its tokenizer, labels and golden
+ * examples), with what loading them cost (time, first run, RSS), and what the screen offers for its task
+ * ({@link TaskActions}). The process holds them through {@link #host}: loaded once for every screen, kept across
+ * rotation, and loaded, run and closed only on the host's one worker thread.
  */
 final class Models implements AutoCloseable {
     static final int RUNS = 10;
     private static ModelHost<Models> host;
 
-    private final List<ModelRunner> runners = new ArrayList<>();
+    private final List<TextModel> models = new ArrayList<>();
+    private final TaskActions actions = new TaskActions();
     private TextEncoder encoder;
-    private Classifier classifier;
+    private String task = "";
+    private List<String> outputs = new ArrayList<>();
+    private boolean labels;
     private String status = "";
 
     private Models() {
@@ -53,7 +56,21 @@ final class Models implements AutoCloseable {
     }
 
     boolean ready() {
-        return encoder != null && classifier != null && !runners.isEmpty();
+        return encoder != null && !models.isEmpty();
+    }
+
+    /** The screen's button for the export's task (null: nothing to offer), and whether it reads a context too. */
+    String action() {
+        return TaskActions.action(task, outputs);
+    }
+
+    boolean needsContext() {
+        return TaskActions.needsContext(task);
+    }
+
+    /** A first text to try with this task. */
+    String example() {
+        return encoder == null ? "" : TaskActions.example(task, encoder.maskToken());
     }
 
     private static Models load(AndroidAssets assets, File dir) {
@@ -63,9 +80,14 @@ final class Models implements AutoCloseable {
         List<SelfTest.Golden> golden;
         try {
             m.encoder = TextEncoder.load(assets, "tokenizer");
-            m.classifier = Classifier.load(assets, "labels.json");
+            m.labels = assets.exists("labels.json");
             manifest = Manifest.load(assets, "manifest.json");
             golden = SelfTest.load(assets, "manifest.json");
+            JSONObject json = assets.json("manifest.json");
+            m.task = json.getString("task");
+            for (int i = 0; i < json.getJSONArray("outputs").length(); i++) {
+                m.outputs.add(json.getJSONArray("outputs").getString(i));
+            }
         } catch (Exception e) {
             m.status = "Could not read the export in assets/model (run `make android-assets`): " + describe(e);
             return m;
@@ -77,7 +99,7 @@ final class Models implements AutoCloseable {
                 File pte = copy(assets, manifest, "model.pte", dir);
                 long t0 = System.nanoTime();
                 ExecuTorchRunner runner = new ExecuTorchRunner(pte, manifest.inputCount("model.pte"));
-                m.add(runner, t0, m.selfTest(runner, pte, manifest.selfTestTolerance("model.pte"), golden), golden, out);
+                m.add(m.model(runner, pte, "model.pte", assets), t0, golden, out);
             } catch (Exception | Error e) { // UnsatisfiedLinkError / ExceptionInInitializerError from the native library too
                 out.append("✗ ExecuTorch .pte did not load: ").append(describe(e)).append("\n\n");
             }
@@ -88,7 +110,7 @@ final class Models implements AutoCloseable {
                 File qnn = copy(assets, manifest, name, dir);
                 long t0 = System.nanoTime();
                 OrtRunner runner = OrtRunner.onHtp(qnn);
-                m.add(runner, t0, m.selfTest(runner, qnn, manifest.selfTestTolerance("model.qnn.onnx"), golden), golden, out);
+                m.add(m.model(runner, qnn, "model.qnn.onnx", assets), t0, golden, out);
             } catch (Exception | Error e) {
                 out.append("✗ the NPU file did not load on this phone's HTP (the CPU model.onnx runs): ")
                         .append(describe(e)).append("\n\n");
@@ -102,7 +124,7 @@ final class Models implements AutoCloseable {
                 File onnx = copy(assets, manifest, "model.onnx", dir);
                 long t0 = System.nanoTime();
                 OrtRunner runner = new OrtRunner(onnx);
-                m.add(runner, t0, m.selfTest(runner, onnx, manifest.selfTestTolerance("model.onnx"), golden), golden, out);
+                m.add(m.model(runner, onnx, "model.onnx", assets), t0, golden, out);
             } catch (Exception | Error e) {
                 out.append("✗ ONNX Runtime .onnx did not load: ").append(describe(e)).append("\n\n");
             }
@@ -125,77 +147,56 @@ final class Models implements AutoCloseable {
         return AssetCopy.toFile(assets, name, dir, manifest.bytes(name), manifest.sha256(name));
     }
 
-    /** A runner's self-test, and whose golden examples it runs. */
-    private static final class Check {
-        final Supplier<SelfTest.Result> result;
-        final String from;
-
-        Check(Supplier<SelfTest.Result> result, String from) {
-            this.result = result;
-            this.from = from;
-        }
-    }
-
     /**
-     * The self-test of a model file from what it carries ({@link TextModel}: its identity checked first, so the
-     * golden examples are the ones exported with these very bytes), else from the folder's manifest.
+     * {@code runner}'s model: read from what the file carries ({@link TextModel#open}: its identity checked first,
+     * so the golden examples are the ones exported with these very bytes), else from the export folder ({@code name}'s
+     * entry in manifest.json: a file exported with --no-embed). A runner it cannot read is closed.
      */
-    private <R extends ModelRunner & CarriedAssets> Check selfTest(R runner, File file, double tolerance,
-            List<SelfTest.Golden> golden) throws Exception {
-        if (runner.carried(Embedded.IDENTITY_KEY) == null) { // exported with --no-embed: the folder's
-            return new Check(() -> SelfTest.run(golden, encoder, runner, tolerance), "manifest.json");
+    private <R extends ModelRunner & CarriedAssets> TextModel model(R runner, File file, String name,
+            AndroidAssets assets) throws Exception {
+        try {
+            return runner.carried(Embedded.IDENTITY_KEY) == null ? TextModel.inFolder(runner, assets, name, labels)
+                    : TextModel.open(runner, file);
+        } catch (Exception | Error e) {
+            ((AutoCloseable) runner).close(); // both runners hold native memory
+            throw e;
         }
-        TextModel model = TextModel.open(runner, file); // not closed here: the runner stays loaded in runners
-        return new Check(model::selfTest, file.getName() + " itself");
     }
 
-    /** Keeps a runner loaded since {@code t0}; reports its load time, first run, RSS and self-test. */
-    private void add(ModelRunner runner, long t0, Check check, List<SelfTest.Golden> golden, StringBuilder out) {
+    /** Keeps a model loaded since {@code t0}; reports its load time, first run, RSS and self-test. */
+    private void add(TextModel model, long t0, List<SelfTest.Golden> golden, StringBuilder out) {
         double loadMs = (System.nanoTime() - t0) / 1e6;
-        runners.add(runner);
+        models.add(model);
         long rss = DeviceStats.currentRssKib();
         String firstRun = "n/a";
         if (!golden.isEmpty()) {
             long t1 = System.nanoTime();
             try {
-                runner.run(encoder.encode(golden.get(0).text));
+                model.runner().run(encoder.encode(golden.get(0).text));
                 firstRun = String.format(Locale.ROOT, "%.1f ms", (System.nanoTime() - t1) / 1e6);
             } catch (Exception e) {
                 firstRun = "failed: " + describe(e);
             }
         }
-        SelfTest.Result result = check.result.get();
-        out.append(result.passed ? "✓ " : "✗ ").append(result.message).append(" (golden examples of ")
-                .append(check.from).append(")\n")
+        SelfTest.Result result = model.selfTest();
+        out.append(result.passed ? "✓ " : "✗ ").append(result.message).append(" (").append(model.runner().name())
+                .append(")\n")
                 .append(String.format(Locale.ROOT, "  load %.1f ms, first run %s, RSS after load %s\n\n",
                         loadMs, firstRun, mib(rss)));
     }
 
-    /** Label, probabilities and the median latency of {@link #RUNS} runs of {@code text} per runtime. */
-    String classify(String text) {
+    /** The task's result for {@code text} (and a question answering's {@code context}) in every runtime. */
+    String run(String text, String context) {
         if (!ready()) {
             return status;
         }
-        Encoding enc = encoder.encode(text);
-        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%d tokens\n\n", enc.length()));
-        for (ModelRunner r : runners) {
+        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%d tokens\n\n",
+                encoder.encode(text).length()));
+        for (TextModel m : models) {
             try {
-                float[] logits = r.run(enc); // also the warm-up, so the median below is steady-state
-                double[] ms = new double[RUNS];
-                for (int i = 0; i < RUNS; i++) {
-                    long t0 = System.nanoTime();
-                    r.run(enc);
-                    ms[i] = (System.nanoTime() - t0) / 1e6;
-                }
-                Classifier.Prediction p = classifier.predict(logits);
-                out.append(String.format(Locale.ROOT, "%s\n  %s  (median %.1f ms of %d runs)\n", r.name(), p.label,
-                        DeviceStats.median(ms), RUNS));
-                for (int i = 0; i < p.probabilities.length; i++) {
-                    out.append(String.format(Locale.ROOT, "  %-10s %.3f\n", classifier.labels().get(i), p.probabilities[i]));
-                }
-                out.append('\n');
+                out.append(actions.run(m, text, context, RUNS)).append('\n');
             } catch (Exception e) {
-                out.append(r.name()).append(" failed: ").append(describe(e)).append("\n\n");
+                out.append(m.runner().name()).append(" failed: ").append(describe(e)).append("\n\n");
             }
         }
         return out.toString();
@@ -203,14 +204,14 @@ final class Models implements AutoCloseable {
 
     @Override
     public void close() {
-        for (ModelRunner r : runners) {
+        for (TextModel m : models) {
             try {
-                ((AutoCloseable) r).close();
+                m.close();
             } catch (Exception e) {
-                Log.w("mobile-export", "closing " + r.name() + ": " + describe(e));
+                Log.w("mobile-export", "closing " + m.runner().name() + ": " + describe(e));
             }
         }
-        runners.clear();
+        models.clear();
     }
 
     private static String mib(long kib) {

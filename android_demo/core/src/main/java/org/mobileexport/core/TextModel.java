@@ -69,19 +69,44 @@ public final class TextModel implements AutoCloseable {
         Identity.verify(files, identity, shown);
         Embedded assets = Embedded.read(runner, shown);
         JSONObject card = assets.json(Embedded.CARD);
-        Manifest manifest = new Manifest(card);
+        return read(runner, assets, Embedded.CARD, card, new Manifest(card).soleArtifact(),
+                assets.has("labels.json"), shown + "'s embedded card");
+    }
+
+    /**
+     * {@code runner}'s model (the export's {@code file}) with the assets of its export folder ({@code tokenizer/},
+     * {@code labels.json}, {@code manifest.json}): for a file exported with --no-embed, or an app that ships the
+     * folder. Nothing of the file itself is checked here (the app's asset copy checks its bytes against the
+     * manifest).
+     */
+    public static TextModel inFolder(ModelRunner runner, AssetSource folder, String file, boolean labels)
+            throws IOException {
+        return read(runner, folder, "manifest.json", folder.json("manifest.json"), file, labels, "manifest.json");
+    }
+
+    private static TextModel read(ModelRunner runner, AssetSource assets, String cardName, JSONObject card,
+            String file, boolean labels, String shown) throws IOException {
         List<String> outputs = new ArrayList<>();
         try {
             for (int i = 0; i < card.getJSONArray("outputs").length(); i++) {
                 outputs.add(card.getJSONArray("outputs").getString(i));
             }
             return new TextModel(runner, TextEncoder.load(assets, "tokenizer"),
-                    assets.has("labels.json") ? Classifier.load(assets, "labels.json") : null,
-                    SelfTest.load(assets, Embedded.CARD), manifest.selfTestTolerance(manifest.soleArtifact()),
-                    card.getString("task"), outputs);
+                    labels ? Classifier.load(assets, "labels.json") : null, SelfTest.load(assets, cardName),
+                    new Manifest(card).selfTestTolerance(file), card.getString("task"), outputs);
         } catch (JSONException e) {
-            throw new IOException(shown + "'s embedded card is malformed: " + e.getMessage(), e);
+            throw new IOException(shown + " is malformed: " + e.getMessage(), e);
         }
+    }
+
+    /** The names of the model's outputs, in order (e.g. logits; sentence_embedding; a top-k head's three). */
+    public List<String> outputs() {
+        return Collections.unmodifiableList(outputs);
+    }
+
+    /** The runner this model runs on. */
+    public ModelRunner runner() {
+        return runner;
     }
 
     /** The task the model was exported for ("text-classification", "feature-extraction", ...). */
