@@ -173,19 +173,21 @@ def test_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_
     assert_same(tok, assets, corpus, 128)
 
 
-@pytest.mark.parametrize("vocab_size,text", [(8000, "mix")], ids=["v8000-zh"])  # the Unigram code is ALBERT's
-def test_xlmr_sentencepiece_matches_python(corpus, sp_training_text, tmp_path, vocab_size, text):
+@pytest.mark.parametrize("kind", ["xlmr", "camembert"])  # 8,000 pieces of mixed text; the Unigram code is ALBERT's
+def test_xlmr_and_camembert_sentencepiece_match_python(corpus, sp_training_text, tmp_path, kind):
     """XLM-R's SentencePiece: fairseq's ids (<s>=0 <pad>=1 </s>=2 <unk>=3, pieces shifted by one, <mask> last), its
-    <s> A </s></s> B </s> template; the Unigram and normalizer code ALBERT's uses."""
-    from transformers import XLMRobertaTokenizer
+    <s> A </s></s> B </s> template; CamemBERT's ids of the same file (<s>NOTUSED, <pad>, </s>NOTUSED, <unk>, ...);
+    the Unigram and normalizer code ALBERT's uses."""
+    from transformers import CamembertTokenizer, XLMRobertaTokenizer
 
     from mobile_export.demo.tiny import train_xlmr_sentencepiece
 
-    train_xlmr_sentencepiece(sp_training_text[text], tmp_path, vocab_size=vocab_size)
-    tok = XLMRobertaTokenizer.from_pretrained(str(tmp_path))
-    assert tok.convert_tokens_to_ids(["<s>", "<pad>", "</s>", "<unk>"]) == [0, 1, 2, 3]
+    train_xlmr_sentencepiece(sp_training_text["mix"], tmp_path, vocab_size=8000)
+    tok = (XLMRobertaTokenizer if kind == "xlmr" else CamembertTokenizer).from_pretrained(str(tmp_path))
+    if kind == "xlmr":
+        assert tok.convert_tokens_to_ids(["<s>", "<pad>", "</s>", "<unk>"]) == [0, 1, 2, 3]
     assert tok.mask_token_id == len(tok) - 1
-    assets = _assets(tok, "xlmr", tmp_path, tmp_path / "tok", 128)
+    assets = _assets(tok, kind, tmp_path, tmp_path / "tok", 128)
     assert_same(tok, assets, corpus, 128)
 
 

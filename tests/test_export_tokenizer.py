@@ -29,7 +29,8 @@ def _texts() -> list[str]:
 
 
 CASES = [("albert", "wordpiece"), ("albert", "sentencepiece"), ("bert", "wordpiece"), ("electra", "wordpiece"),
-         ("distilbert", "wordpiece"), ("roberta", "bpe"), ("xlm-roberta", "xlmr"), ("demo", "wordpiece")]
+         ("distilbert", "wordpiece"), ("roberta", "bpe"), ("xlm-roberta", "xlmr"), ("camembert", "camembert"),
+         ("demo", "wordpiece")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{f}-{k}" for f, k in CASES])

@@ -24,7 +24,8 @@ from mobile_export.parity.texts import ENGLISH
 # make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
 pytestmark = pytest.mark.full
 
-OTHERS = [f for f in FAMILIES if f != "albert"]
+# CamemBERT is RoBERTa's adapter under other class names: its own test below, not the whole matrix again
+OTHERS = [f for f in FAMILIES if f not in ("albert", "camembert")]
 QUANTS = (Quant.INT8, Quant.INT4, Quant.FP32)
 
 
@@ -155,3 +156,18 @@ def test_a_sentence_encoder_gives_transformers_vectors(tiny_checkpoint, shared_e
             got = predictor.embed(text).vector.reshape(-1)
             cosine = float(np.dot(got, want) / (np.linalg.norm(got) * np.linalg.norm(want)))
             assert cosine >= 0.99, (backend, text, cosine)
+
+
+def test_camembert_is_robertas_adapter_and_fills_masks(family_export):
+    """CamemBERT is RoBERTa's family under its own names (the same data but for the model type and layer class), so
+    RoBERTa's matrix above covers its machinery; one fill-mask round trip in both formats (its own SentencePiece ids,
+    the tied masked-LM head) passes the gates and stores the tied table once."""
+    from dataclasses import replace
+
+    camembert, roberta = FAMILIES["camembert"], FAMILIES["roberta"]
+    assert replace(camembert, name="roberta", model_types=("roberta",), layer_classes=("RobertaLayer",)) == roberta
+    _, result = family_export("camembert", "fill-mask", Quant.INT8, (Backend.EXECUTORCH, Backend.ONNX))
+    assert result.passed and result.report["model"]["model_type"] == "camembert"
+    for a in result.report["artifacts"]:
+        assert a["size"]["tied_embeddings"] and "tied word-embedding table is stored once" in a["size"][
+            "sharing_verdict"], a["file"]

@@ -93,7 +93,7 @@ def test_remote_code_is_refused(tiny_checkpoint, tmp_path):
 @pytest.mark.parametrize("breakage,match", [
     ("no-config", "no config.json"),
     ("bad-json", "not valid JSON"),
-    ("gpt2", "model_type 'gpt2' is not supported; supported: albert, bert, electra, distilbert, roberta, xlm-roberta"),
+    ("gpt2", "model_type 'gpt2' is not supported; supported: albert, bert, electra, distilbert, roberta, xlm-roberta, camembert"),
     ("no-weights", "has no weights"),
     ("no-tokenizer", "has no tokenizer"),
 ])

@@ -1,5 +1,5 @@
-"""Tiny seeded checkpoints built in code (ALBERT, and BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R), their tokenizers
-trained here on the given text: for tests and for the demo when no trained model is at hand.
+"""Tiny seeded checkpoints built in code (ALBERT, and BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R, CamemBERT), their
+tokenizers trained here on the given text: for tests and for the demo when no trained model is at hand.
 
 ``python -m mobile_export.demo.tiny DEST [--family F] [--task T] [--tokenizer KIND] [--seed N]``
 """
@@ -27,9 +27,11 @@ _PREFIX = {
     "distilbert": "DistilBert",
     "roberta": "Roberta",
     "xlm-roberta": "XLMRoberta",
+    "camembert": "Camembert",
 }
 # the tokenizer each family's checkpoints ship (ALBERT's English ones SentencePiece, its Chinese ones WordPiece)
-NATIVE_TOKENIZER = {"albert": "wordpiece", "roberta": "bpe", "xlm-roberta": "xlmr"}
+NATIVE_TOKENIZER = {"albert": "wordpiece", "roberta": "bpe", "xlm-roberta": "xlmr", "camembert": "camembert"}
+_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 # DistilBERT's config names the same sizes otherwise
 _DISTILBERT_NAMES = {
@@ -129,10 +131,11 @@ def build_tiny_checkpoint(
         task: one of the supported tasks; decides the architecture and head.
         tokenizer: ``wordpiece`` (vocab.txt, like albert_chinese_* and every BERT), ``sentencepiece``
             (spiece.model, ALBERT's), ``bpe`` (RoBERTa's byte-level vocab.json + merges.txt) or ``xlmr``
-            (XLM-R's sentencepiece.bpe.model); None: the family's own (``NATIVE_TOKENIZER``, else wordpiece).
+            (XLM-R's sentencepiece.bpe.model) or ``camembert`` (the same file, CamemBERT's ids); None: the
+            family's own (``NATIVE_TOKENIZER``, else wordpiece).
         seed: torch seed for the weights.
         texts: text to build the vocabulary from; the built-in parity text by default.
-        family: ``albert``, ``bert``, ``electra``, ``distilbert``, ``roberta`` or ``xlm-roberta``.
+        family: ``albert``, ``bert``, ``electra``, ``distilbert``, ``roberta``, ``xlm-roberta`` or ``camembert``.
         config_overrides: config fields to change (num_hidden_layers, hidden_size, ... in BERT's names for every
             family); and
             ``wordpiece_size`` (a WordPiece vocabulary padded to that many entries with ``[unusedN]``) or
@@ -165,7 +168,7 @@ def build_tiny_checkpoint(
 def _write_tokenizer(dest: Path, tokenizer: str, texts: list[str], overrides: dict):
     """Write a tokenizer of ``tokenizer``'s kind trained on ``texts`` into ``dest`` and return it (pops the
     vocabulary size ``overrides`` name)."""
-    from transformers import AlbertTokenizer, BertTokenizer, RobertaTokenizer, XLMRobertaTokenizer
+    from transformers import AlbertTokenizer, BertTokenizer, CamembertTokenizer, RobertaTokenizer, XLMRobertaTokenizer
 
     if tokenizer == "wordpiece":
         vocab = _wordpiece_vocab(texts)
@@ -180,11 +183,11 @@ def _write_tokenizer(dest: Path, tokenizer: str, texts: list[str], overrides: di
     elif tokenizer == "bpe":
         train_byte_level_bpe(texts * 2, dest, vocab_size=int(overrides.pop("bpe_vocab_size", 400)))
         tok = RobertaTokenizer.from_pretrained(str(dest))
-    elif tokenizer == "xlmr":
+    elif tokenizer in ("xlmr", "camembert"):
         train_xlmr_sentencepiece(texts * 4, dest, vocab_size=int(overrides.pop("sp_vocab_size", 200)))
-        tok = XLMRobertaTokenizer.from_pretrained(str(dest))
+        tok = (XLMRobertaTokenizer if tokenizer == "xlmr" else CamembertTokenizer).from_pretrained(str(dest))
     else:
-        raise ValueError(f"tokenizer must be one of wordpiece, sentencepiece, bpe, xlmr; not {tokenizer}")
+        raise ValueError(f"tokenizer must be one of wordpiece, sentencepiece, bpe, xlmr, camembert; not {tokenizer}")
     tok.save_pretrained(str(dest))
     for extra in ("tokenizer.json",):  # keep the folder like the real ones: vocab + config
         (dest / extra).unlink(missing_ok=True)
@@ -217,10 +220,10 @@ def _config_fields(tok, task: str, family: str, overrides: dict) -> dict:
         params["hidden_act"] = "gelu"
         if family != "electra":
             params.pop("embedding_size")
-    if family in ("roberta", "xlm-roberta"):  # one token type; positions start after the padding index
+    if family in _ROBERTA_LIKE:  # one token type; positions start after the padding index
         params.update(type_vocab_size=1, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     params.update(overrides)
-    if family in ("roberta", "xlm-roberta"):  # as 514 for 512 tokens: room for the padding index's offset
+    if family in _ROBERTA_LIKE:  # as 514 for 512 tokens: room for the padding index's offset
         params["max_position_embeddings"] += int(params["pad_token_id"]) + 1
     if family == "distilbert":
         params = {_DISTILBERT_NAMES.get(k, k): v for k, v in params.items() if k != "type_vocab_size"}
@@ -233,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dest")
     p.add_argument("--family", default="albert", choices=sorted(_PREFIX))
     p.add_argument("--task", default="text-classification", choices=sorted(_ARCH))
-    p.add_argument("--tokenizer", default=None, choices=["wordpiece", "sentencepiece", "bpe", "xlmr"])
+    p.add_argument("--tokenizer", default=None, choices=["wordpiece", "sentencepiece", "bpe", "xlmr", "camembert"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, default=2)
     a = p.parse_args(argv)

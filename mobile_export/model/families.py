@@ -4,11 +4,12 @@ and the config fields a report records (the repairs' exact folds are ``quantize.
 ``mobile-export list`` prints it.
 
 ALBERT runs one shared layer group for every depth (``layer_schedule`` [0] * layers), stored and packed once; the
-others (BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R) have L distinct layers, the same machinery with L groups each run
-once. Every family takes ``input_ids`` and ``attention_mask``; ALBERT, BERT and ELECTRA also ``token_type_ids`` (a
-family's inputs are a prefix of ``core.signature.INPUT_NAMES``, in that order). RoBERTa and XLM-R number positions
-from after the padding index (``positions_after_padding``): the artifact computes them from the mask, so an app feeds
-them exactly as it feeds a BERT.
+others (BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R, CamemBERT) have L distinct layers, the same machinery with L groups
+each run once. Every family takes ``input_ids`` and ``attention_mask``; ALBERT, BERT and ELECTRA also
+``token_type_ids`` (a family's inputs are a prefix of ``core.signature.INPUT_NAMES``, in that order). RoBERTa, XLM-R
+and CamemBERT (RoBERTa's layout under other class names) number positions from after the padding index
+(``positions_after_padding``): the artifact computes them from the mask, so an app feeds them exactly as it feeds a
+BERT.
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ FAMILIES.update(
         for f in (
             _roberta_like("roberta", "roberta", "RobertaLayer"),
             _roberta_like("xlm-roberta", "xlm-roberta", "XLMRobertaLayer"),
+            _roberta_like("camembert", "camembert", "CamembertLayer"),
         )
     }
 )

@@ -32,6 +32,7 @@ TOKENIZER_KINDS = {
     "sentencepiece": ("spiece.model",),
     "bpe": ("vocab.json", "merges.txt"),
     "xlmr": ("sentencepiece.bpe.model",),
+    "camembert": ("sentencepiece.bpe.model",),
 }
 _HUB_PATTERNS = [
     "config.json",
@@ -169,9 +170,24 @@ def _weights_file(folder: Path) -> str:
     )
 
 
+def _model_type(folder: Path) -> str | None:
+    """config.json's model_type, where it can be read (the tokenizer alone does not need one)."""
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def load_tokenizer(folder: Path) -> tuple[Any, str]:
-    """The checkpoint's tokenizer and its kind (``TOKENIZER_KINDS``: wordpiece, sentencepiece, bpe or xlmr)."""
-    from transformers import AlbertTokenizer, BertTokenizer, RobertaTokenizer, XLMRobertaTokenizer
+    """The checkpoint's tokenizer and its kind (``TOKENIZER_KINDS``: wordpiece, sentencepiece, bpe, xlmr or
+    camembert)."""
+    from transformers import (
+        AlbertTokenizer,
+        BertTokenizer,
+        CamembertTokenizer,
+        RobertaTokenizer,
+        XLMRobertaTokenizer,
+    )
 
     # albert_chinese_* ship vocab.txt and are tokenized with BertTokenizer; English ALBERTs ship spiece.model;
     # RoBERTa's byte-level BPE is vocab.json + merges.txt; XLM-R's SentencePiece (fairseq's ids) is
@@ -184,8 +200,9 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
         cls, kind = AlbertTokenizer, "sentencepiece"
     elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
         cls, kind = RobertaTokenizer, "bpe"
-    elif (folder / "sentencepiece.bpe.model").is_file():
-        cls, kind = XLMRobertaTokenizer, "xlmr"
+    elif (folder / "sentencepiece.bpe.model").is_file():  # CamemBERT's ids are its own (<s>NOTUSED, ...)
+        camembert = _model_type(folder) == "camembert"
+        cls, kind = (CamembertTokenizer, "camembert") if camembert else (XLMRobertaTokenizer, "xlmr")
     else:
         raise CheckpointError(
             f"{folder} has no tokenizer (looked for {', '.join(TOKENIZER_FILES)}); "

@@ -125,6 +125,7 @@ def xnnpack_friendly(wrapper: torch.nn.Module, quant: Quant = Quant.FP32) -> tup
         "ElectraSelfAttention": (_xnnpack_self_attention_forward, "query"),
         "RobertaSelfAttention": (_xnnpack_self_attention_forward, "query"),
         "XLMRobertaSelfAttention": (_xnnpack_self_attention_forward, "query"),
+        "CamembertSelfAttention": (_xnnpack_self_attention_forward, "query"),
         "DistilBertSelfAttention": (_xnnpack_distilbert_attention_forward, "q_lin"),
     }
 
