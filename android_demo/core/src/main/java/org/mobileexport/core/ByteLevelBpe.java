@@ -19,6 +19,7 @@ import org.json.JSONObject;
  */
 final class ByteLevelBpe implements SegmentTokenizer {
     private static final char[] BYTE_CHAR = byteChars();
+    private static final int[] CHAR_BYTE = charBytes(); // by character (all below U+0200): its byte, or -1
     private static final int CACHE_WORDS = 10_000;
 
     private final Map<String, Integer> vocab = new HashMap<>();
@@ -64,6 +65,15 @@ final class ByteLevelBpe implements SegmentTokenizer {
         return out;
     }
 
+    private static int[] charBytes() {
+        int[] out = new int[0x200];
+        java.util.Arrays.fill(out, -1);
+        for (int b = 0; b < 256; b++) {
+            out[BYTE_CHAR[b]] = b;
+        }
+        return out;
+    }
+
     /** Bytes of a token's byte-level characters (null when one is not in the table: an added token's text). */
     static byte[] bytesOf(String token) {
         byte[] out = new byte[token.length()];
@@ -78,12 +88,7 @@ final class ByteLevelBpe implements SegmentTokenizer {
     }
 
     private static int indexOf(char c) {
-        for (int b = 0; b < 256; b++) {
-            if (BYTE_CHAR[b] == c) {
-                return b;
-            }
-        }
-        return -1;
+        return c < CHAR_BYTE.length ? CHAR_BYTE[c] : -1;
     }
 
     /** What transformers' ByteLevel decoder makes of one token: its bytes as UTF-8, or the token as it is. */
