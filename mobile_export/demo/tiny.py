@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..model.families import FAMILIES
 from ..parity.texts import builtin_texts
 
 SPECIALS_WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -31,7 +32,6 @@ _PREFIX = {
 }
 # the tokenizer each family's checkpoints ship (ALBERT's English ones SentencePiece, its Chinese ones WordPiece)
 NATIVE_TOKENIZER = {"albert": "wordpiece", "roberta": "bpe", "xlm-roberta": "xlmr", "camembert": "camembert"}
-_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 # DistilBERT's config names the same sizes otherwise
 _DISTILBERT_NAMES = {
@@ -220,10 +220,11 @@ def _config_fields(tok, task: str, family: str, overrides: dict) -> dict:
         params["hidden_act"] = "gelu"
         if family != "electra":
             params.pop("embedding_size")
-    if family in _ROBERTA_LIKE:  # one token type; positions start after the padding index
+    after_padding = FAMILIES[family].positions_after_padding
+    if after_padding:  # RoBERTa's layout: one token type; positions start after the padding index
         params.update(type_vocab_size=1, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     params.update(overrides)
-    if family in _ROBERTA_LIKE:  # as 514 for 512 tokens: room for the padding index's offset
+    if after_padding:  # as 514 for 512 tokens: room for the padding index's offset
         params["max_position_embeddings"] += int(params["pad_token_id"]) + 1
     if family == "distilbert":
         params = {_DISTILBERT_NAMES.get(k, k): v for k, v in params.items() if k != "type_vocab_size"}
