@@ -126,6 +126,15 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
                 replaced.append(f"{path}.{name}" if path else name)
                 table_groups.add(table.group_size)
     linears = sum(1 for m in module.modules() if type(m) is torch.nn.Linear)
+    quantized: set[int] = set()
+
+    def first_visit(m: torch.nn.Module, fqn: str) -> bool:
+        # quantize_ visits a Linear once per path to it; a second pass would quantize its int4 weight again
+        if type(m) is not torch.nn.Linear or id(m) in quantized:
+            return False
+        quantized.add(id(m))
+        return True
+
     # the table's scale rule (``int4_groups``): no clipping
     quantize_(
         module,
@@ -134,7 +143,7 @@ def quantize_int4(module: torch.nn.Module, group_size: int, tables: tuple[str, .
             weight_granularity=PerGroup(group_size),
             weight_mapping_type=MappingType.SYMMETRIC_NO_CLIPPING_ERR,
         ),
-        filter_fn=lambda m, fqn: type(m) is torch.nn.Linear,
+        filter_fn=first_visit,
     )
     return {
         "group_size": group_size,

@@ -11,6 +11,7 @@ import torch
 
 from ...core.choices import Quant
 from ..base import ExportStats, Plan
+from .delegate_passes import only_passes_that_can_act
 from .convention import (
     CALLING_CONVENTION_NAME,
     EMBED_METHOD,
@@ -99,12 +100,10 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     methods, schedule, rewritten, kept = stages(wrapper, plan.quant, entry, plan.keep)
     int4 = None
     if plan.quant is Quant.INT4:
-        from quantize.xnnpack_int4 import quantize_int4
-
         with progress.step(f"executorch: int4 weights (groups of {plan.group_size}, torchao 8da4w)"):
             if plan.group_size is None:
                 raise ValueError("an int4 export needs its group size")
-            int4 = quantize_int4(torch.nn.ModuleDict(methods), plan.group_size)
+            int4 = quantize_methods_int4(methods, plan.group_size)
     examples, dims = _method_inputs(methods, plan)
     for name in (EMBED_METHOD, FORWARD_METHOD):  # the methods that take the model inputs: the family's
         if name in methods:
@@ -135,6 +134,16 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "calling_convention": FORWARD_CONVENTION["name"] if entry == "forward" else CALLING_CONVENTION_NAME,
         "entry": entry,
     }
+
+
+def quantize_methods_int4(methods: dict[str, torch.nn.Module], group_size: int) -> dict:
+    """Give the methods' modules (which share submodules) torchao's 8da4w in place, each shared module once;
+    returns ``quantize_int4``'s stats."""
+    from quantize.xnnpack_int4 import quantize_int4
+
+    # a ModuleDict refuses the key "forward" (its own method): the one-method program goes in as "whole"
+    named = {"whole" if name == FORWARD_METHOD else name: module for name, module in methods.items()}
+    return quantize_int4(torch.nn.ModuleDict(named), group_size)
 
 
 def _head_inputs(methods: dict[str, torch.nn.Module]) -> list[int]:
@@ -177,7 +186,7 @@ def _lower_and_write(programs: dict, constants: dict | None, dest: Path, progres
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys():
+    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys(), only_passes_that_can_act():
         edge = to_edge_transform_and_lower(
             programs,
             partitioner=[XnnpackPartitioner()],
