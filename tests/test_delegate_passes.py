@@ -69,17 +69,20 @@ def test_a_gated_pass_runs_only_when_its_operator_is_in_the_graph():
     assert delegate_passes.may_act(ConvertToLinearPass, without, triggers)
 
 
-def test_the_upsample_patterns_hold_the_operator_that_gates_them():
-    """The gate looks for the upsample operator, so every pattern the pass matches must contain it (a newer
-    ExecuTorch that matched a decomposed form would fail here)."""
+@pytest.mark.parametrize("kind", ["upsample", "sdpa"])
+def test_every_pattern_holds_the_operator_that_gates_its_pass(kind):
+    """A pattern pass can only match a graph holding every operator of a pattern; its gate looks for one of them, so
+    every pattern must contain it (a newer ExecuTorch with other patterns would fail here)."""
+    from executorch.backends.xnnpack._passes.convert_to_sdpa import ConvertToSDPAPass
     from executorch.backends.xnnpack._passes.convert_to_upsample_bilinear2d import ConvertToUpsampleBilinear2d
-    from executorch.backends.xnnpack.partition.graphs import bilinear_2d
+    from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
 
-    gate = delegate_passes.pass_triggers()[ConvertToUpsampleBilinear2d]
-    patterns = bilinear_2d.get_graphs()
+    pass_, patterns = {"upsample": (ConvertToUpsampleBilinear2d, bilinear_2d.get_graphs()),
+                       "sdpa": (ConvertToSDPAPass, sdpa.get_graphs())}[kind]
+    gate = {pass_: delegate_passes.pass_triggers()[pass_]}
     assert patterns
     for pattern in patterns:
-        assert delegate_passes.may_act(ConvertToUpsampleBilinear2d, pattern, {ConvertToUpsampleBilinear2d: gate})
+        assert delegate_passes.may_act(pass_, pattern, gate)
 
 
 def test_a_graph_with_the_operators_lowers_to_executorchs_bytes_and_skipping_them_would_not():

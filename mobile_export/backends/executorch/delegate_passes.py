@@ -2,8 +2,9 @@
 
 ExecuTorch 1.5.1's XNNPACK preprocess runs seventeen passes on every delegated graph, and each re-interprets the
 whole graph even when it finds nothing to rewrite (for an int4 graph that includes torchao's quantization
-primitives, re-run in Python each time). Seven of them act only on operators an encoder does not have (batch
-norm, convolution, PReLU, concatenation, padding, ReLU-like activations, bilinear upsampling); skipping
+primitives, re-run in Python each time). Nine of them act only on operators an encoder does not have (batch
+norm, convolution, PReLU, concatenation, padding, ReLU-like activations, bilinear upsampling, the boolean mask of
+a fused attention); skipping
 them when their operators are absent leaves the same graph, so the same file (``tests/test_delegate_passes.py``
 compares the bytes with ExecuTorch's own pass list), and saves about a sixth of a lowering (BENCHMARKS.md).
 """
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 def pass_triggers() -> dict[type, frozenset]:
     """Each skippable XNNPACK pass -> the edge operators it acts on (it leaves a graph without them unchanged)."""
     from executorch.backends.xnnpack._passes.conv1d_unsqueeze_pass import Conv1dUnsqueezePass
+    from executorch.backends.xnnpack._passes.convert_to_sdpa import ConvertToSDPAPass
     from executorch.backends.xnnpack._passes.convert_to_upsample_bilinear2d import ConvertToUpsampleBilinear2d
     from executorch.backends.xnnpack._passes.decompose_batch_norm import DecomposeBatchNorm
     from executorch.backends.xnnpack._passes.decompose_cat import DecomposeConcatenate
@@ -29,8 +31,11 @@ def pass_triggers() -> dict[type, frozenset]:
     aten = exir_ops.edge.aten
     batch_norm = frozenset(DecomposeBatchNorm.BATCH_NORM_OPS)
     return {
-        # its patterns are the upsample operator itself (tests/test_delegate_passes.py reads them)
+        # pattern passes: a match needs every operator of a pattern, so one that each pattern holds gates them
+        # (tests/test_delegate_passes.py reads the patterns): the upsample operator itself, and the boolean mask
+        # reduction of scaled_dot_product_attention's decomposition, which an additive-mask attention lacks
         ConvertToUpsampleBilinear2d: frozenset({aten.upsample_bilinear2d.vec}),
+        ConvertToSDPAPass: frozenset({aten.any.dim}),
         FuseBatchNormPass: batch_norm,
         DecomposeBatchNorm: batch_norm,
         FuseActivationPass: frozenset(FuseActivationPass.FUSEABLE_ACTIVATIONS),
