@@ -4,9 +4,9 @@ ExecuTorch 1.5.1's XNNPACK preprocess runs seventeen passes on every delegated g
 whole graph even when it finds nothing to rewrite (for an int4 graph that includes torchao's quantization
 primitives, re-run in Python each time). Nine of them act only on operators an encoder does not have (batch
 norm, convolution, PReLU, concatenation, padding, ReLU-like activations, bilinear upsampling, the boolean mask of
-a fused attention); skipping
-them when their operators are absent leaves the same graph, so the same file (``tests/test_delegate_passes.py``
-compares the bytes with ExecuTorch's own pass list), and saves about a sixth of a lowering (BENCHMARKS.md).
+a fused attention); skipping them when their operators are absent leaves the same graph, so the same file
+(``tests/test_delegate_passes.py`` compares the bytes with ExecuTorch's own pass list), and saves about a sixth of
+a lowering (BENCHMARKS.md).
 """
 
 from __future__ import annotations

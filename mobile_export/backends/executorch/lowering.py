@@ -11,7 +11,6 @@ import torch
 
 from ...core.choices import Quant
 from ..base import ExportStats, Plan
-from .delegate_passes import only_passes_that_can_act
 from .convention import (
     CALLING_CONVENTION_NAME,
     EMBED_METHOD,
@@ -23,6 +22,7 @@ from .convention import (
     SCHEDULE_METHOD,
     entry_methods,
 )
+from .delegate_passes import only_passes_that_can_act
 from .layout import share_stored_bytes
 from .rewrites import xnnpack_friendly
 
