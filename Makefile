@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo check test test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
+.PHONY: install demo bench train-demo check test test-slow test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -39,17 +39,21 @@ train-demo: install
 # The fast tier, for every change: the default suite less the tests marked `full` (unit tests of every package and
 # one real lowering and runtime run per format on the smallest model; README "Tests" says what each tier covers).
 check: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'not full and not slow and not android_jvm and not arm64 and not x86_emulated'
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not full and not slow and not java and not android_jvm and not arm64 and not x86_emulated'
 
 # Two workers (one per core; a file's tests stay on one worker, so its module fixtures are built once).
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # ruff (lint and format) and mypy on the library, configured in pyproject.toml; run by .ci/run.
 lint: install
 	$(BIN)/ruff check mobile_export quantize
 	$(BIN)/ruff format --check mobile_export quantize
 	$(BIN)/mypy
+
+# The real-size models (albert-base shape, random weights): a minute or more each, so out of `make test`; CI runs it.
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
 
 test-all: install
 	$(BIN)/python -m pytest -q -m ''
@@ -66,7 +70,7 @@ arm64-env: install
 # then ONNX Runtime on qemu's Haswell CPU (AVX2 without VNNI, the kernel that saturates), which the same
 # environment's qemu-x86_64 emulates on any host. The files run side by side.
 test-arm64: arm64-env
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'arm64 or x86_emulated' tests/test_arm64.py \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m 'arm64 or x86_emulated' tests/test_arm64.py \
 		tests/test_arm64_repair.py tests/test_arm64_gate.py tests/test_arm64_families.py tests/test_arm64_sme2.py \
 		tests/test_x86_emulated.py
 
@@ -90,7 +94,7 @@ android-junit: install
 
 # JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
 android-test: android-junit
-	$(BIN)/python -m pytest -q tests/test_android_tokenizer.py
+	$(BIN)/python -m pytest -q -m java tests/test_android_tokenizer.py
 
 # The app's ONNX Runtime path on the JVM: its own OrtRunner, the core tokenizer, Classifier and SelfTest,
 # compiled against ONNX Runtime's desktop Java library (same ai.onnxruntime API as the Android AAR) from

@@ -1,12 +1,12 @@
-"""Real-size shapes (random weights): albert-base-v2, about 100 s on 2 cores, in the default run."""
+"""Real-size shapes (random weights): albert-base-v2, about a minute on 2 cores; `make test-slow` (CI) runs it."""
 
 from __future__ import annotations
 
 from mobile_export import Backend, ExportOptions, Quant, export
 import pytest
 
-# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
-pytestmark = pytest.mark.full
+# a real-size model: the slow tier's (`make test-slow`, which CI runs), not `make test`'s (BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.slow
 
 ALBERT_BASE = dict(embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                    intermediate_size=3072, max_position_embeddings=512, initializer_range=0.02)
