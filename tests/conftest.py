@@ -257,10 +257,11 @@ _TOOLS = {
 }
 
 
-# Files by measured test time, longest first (`make test` with --durations=0 on an idle 2-core host, BENCHMARKS.md "The
-# suite's order"). The Makefile's xdist runs keep collection order (--no-loadscope-reorder) and hand each worker whole
-# files, so the long files start first and the short ones fill in at the end: ordered by test count instead, a
-# one-test file of a minute ran alone at the end of the run. Files not listed follow in collection order.
+# Files by measured test time, longest first (`make test` with --durations=0 on an idle 2-core host, BENCHMARKS.md
+# "The three tiers on an idle VNNI host"). The Makefile's xdist runs keep collection order (--no-loadscope-reorder)
+# and hand each worker whole files, so the long files start first and the short ones fill in at the end: ordered by
+# test count instead, a one-test file of a minute ran alone at the end of the run. Files not listed follow in
+# collection order.
 LONGEST_FIRST = (
     "test_families.py", "test_roundtrip.py", "test_one_file.py", "test_sharing.py",
     "test_memory.py", "test_tied_embeddings.py", "test_repair.py", "test_heads.py", "test_cli.py", "test_qnn.py",

@@ -80,8 +80,8 @@ def test_roundtrip(tiny_checkpoint, shared_export, task, backend, quant, tok):
     # Default thresholds: random-weight tiny models have many near-tied logits (per-token decisions
     # over a 500-word vocabulary with margins below int8 noise); decisive agreement leaves those out.
     # the .pte's int4 is exported alone: its limits are its own (above)
-    formats = (backend,) if pte_int4 else tuple(b for b, q in backends.combinations() if q is quant
-                                                and not (b is Backend.EXECUTORCH and quant is Quant.INT4))
+    formats = tuple(b for b, q in backends.combinations()
+                    if q is quant and (b is Backend.EXECUTORCH and q is Quant.INT4) == pte_int4)
     result = shared_export(ckpt, ExportOptions(backends=formats, quant=quant, measure_memory=False,
                                                thresholds=INT4_PTE_LIMITS if pte_int4 else None))
     out = result.out
