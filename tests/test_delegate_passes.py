@@ -106,12 +106,14 @@ def test_a_graph_with_the_operators_lowers_to_executorchs_bytes_and_skipping_the
 
 @pytest.mark.full
 def test_an_encoder_export_writes_the_same_pte_as_executorchs_own_passes(tiny_checkpoint, tmp_path, monkeypatch):
-    """The tiny ALBERT classifier's int8 .pte: byte for byte the file the full pass list writes (BENCHMARKS.md
-    has the other families, precisions and entries compared the same way)."""
+    """The tiny ALBERT classifier's int8 .pte: byte for byte the file the full pass list and every decomposition
+    re-run write (``decompositions``, the other gate of the lowering; BENCHMARKS.md has the other families,
+    precisions and entries compared the same way)."""
     ckpt = tiny_checkpoint("text-classification")
     options = ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8, measure_memory=False, embed=False)
     gated = (export(ckpt, tmp_path / "gated", options).out / "model.pte").read_bytes()
     monkeypatch.setattr(lowering, "only_passes_that_can_act", contextlib.nullcontext)
+    monkeypatch.setattr(lowering, "only_decompositions_that_can_act", contextlib.nullcontext)
     assert (export(ckpt, tmp_path / "full", options).out / "model.pte").read_bytes() == gated
 
 

@@ -22,6 +22,7 @@ from .convention import (
     SCHEDULE_METHOD,
     entry_methods,
 )
+from .decompositions import only_decompositions_that_can_act
 from .delegate_passes import only_passes_that_can_act
 from .layout import share_stored_bytes
 from .rewrites import xnnpack_friendly
@@ -186,7 +187,12 @@ def _lower_and_write(programs: dict, constants: dict | None, dest: Path, progres
     )
     from executorch.exir import to_edge_transform_and_lower
 
-    with progress.step("executorch: lowering to XNNPACK"), short_constant_keys(), only_passes_that_can_act():
+    with (
+        progress.step("executorch: lowering to XNNPACK"),
+        short_constant_keys(),
+        only_decompositions_that_can_act(),
+        only_passes_that_can_act(),
+    ):
         edge = to_edge_transform_and_lower(
             programs,
             partitioner=[XnnpackPartitioner()],
