@@ -74,7 +74,9 @@ def _heads(query, key, value, hidden: torch.Tensor, mask: torch.Tensor | None, h
     scores = torch.bmm(q, k)
     if mask is not None:
         scores = scores + mask
-    probs = torch.softmax(scores, dim=-1)
+    # core ATen's softmax itself: torch.softmax exports as softmax.int, which ExecuTorch decomposes into this op
+    # with one more re-trace of each layer method (backends.executorch.decompositions skips a re-trace with no work)
+    probs = torch.ops.aten._softmax(scores, -1, False)
     return torch.bmm(probs, v).permute(1, 0, 2).contiguous().view(1, -1, 1, width)
 
 
