@@ -51,7 +51,8 @@ lint: install
 	$(BIN)/ruff format --check mobile_export quantize
 	$(BIN)/mypy
 
-# The real-size models (albert-base shape, random weights): a minute or more each, so out of `make test`; CI runs it.
+# The real-size models (albert-base shape, random weights) and RAM measured at width 512: about a minute each, so
+# out of `make test`; CI runs them.
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
 

@@ -264,7 +264,7 @@ _TOOLS = {
 # collection order.
 LONGEST_FIRST = (
     "test_families.py", "test_roundtrip.py", "test_one_file.py", "test_sharing.py",
-    "test_memory.py", "test_tied_embeddings.py", "test_repair.py", "test_heads.py", "test_cli.py", "test_qnn.py",
+    "test_tied_embeddings.py", "test_repair.py", "test_heads.py", "test_cli.py", "test_qnn.py",
     "test_int4.py", "test_pte_entry.py", "test_run.py", "test_parity_scale.py",
     "test_shapes.py", "test_size.py", "test_delegate_passes.py",
     # `make test-arm64`: with each worker holding one file ahead, this order splits its 1,830 s of tests about evenly

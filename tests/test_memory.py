@@ -15,8 +15,8 @@ from mobile_export import Backend, ExportOptions, Quant, export
 from mobile_export.measure.memory import measure
 from mobile_export.measure.size import breakdown
 
-# make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
-pytestmark = pytest.mark.full
+# RAM measured in fresh processes at width 512, two minutes in all: `make test-slow` (CI) runs it (BENCHMARKS.md, tiers)
+pytestmark = pytest.mark.slow
 
 WIDE = dict(hidden_size=512, intermediate_size=2048, num_attention_heads=8, embedding_size=64,
             max_position_embeddings=64, initializer_range=0.02)
