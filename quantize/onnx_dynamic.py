@@ -10,7 +10,6 @@ its weight as one constant input.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -218,7 +217,8 @@ def kept_matmuls(model, keep: Sequence[np.ndarray]) -> tuple[list[str], list[str
 def quantize_file(
     src: Path, dst: Path, scheme: Scheme = INT8_DYNAMIC_PER_CHANNEL, keep: Sequence[np.ndarray] = ()
 ) -> OnnxQuantStats:
-    """Quantize ``src`` (fp32 ONNX) into ``dst`` with ONNX Runtime dynamic quantization.
+    """Quantize ``src`` (fp32 ONNX) into ``dst``: int8 weights per output channel, activations quantized per token
+    at run time (``quantize.onnx_per_token``).
 
     Args:
         src: fp32 model; it is de-duplicated first (written to ``dst`` as an intermediate).
@@ -230,61 +230,27 @@ def quantize_file(
     if scheme != INT8_DYNAMIC_PER_CHANNEL:
         raise ValueError(f"ONNX side implements {INT8_DYNAMIC_PER_CHANNEL.name} only, not {scheme.name}")
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from .onnx_nbits import gemm_to_matmul
+    from .onnx_per_token import quantize_per_token
 
     prepared = prepare_file(src, dst)
-    excluded: list[str] = []
     model = onnx.load(str(dst))
-    tied = tied_decoders(model)
+    gemm_to_matmul(model)  # the pooler's and the classifier's Gemm: one form for every weight
+    # a tied decoder is its int8 table dequantized: it takes the table's own codes (then stored once)
+    tied = {name: (np.ascontiguousarray(codes.T), scale) for name, (codes, scale) in tied_decoders(model).items()}
+    excluded: list[str] = []
+    kept_weights: list[str] = []
     if keep:
-        excluded, found = kept_matmuls(model, keep)
-        if len(found) < len(keep):
-            raise ValueError(f"{len(keep) - len(found)} weight(s) to keep in fp32 are not in the graph")
-        onnx.save(model, str(dst))
-        # ONNX Runtime's dynamic quantizer first rewrites each Gemm as a MatMul named "<name>_MatMul"
-        excluded += [f"{name}_MatMul" for name in excluded]
-    # ORT's own option names; translated from the scheme in this one place.
-    extra = {
-        "WeightSymmetric": scheme.weight_symmetric,
-        "ActivationSymmetric": False,
-        "EnableSubgraph": True,
-        "MatMulConstBOnly": True,
-    }
-    # ORT logs "run pre-processing first" on the root logger (and one of its modules resets the root
-    # level at import); the graph was just prepared above, so keep that advice off the user's screen.
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        quantize_dynamic(
-            str(dst),
-            str(dst),
-            weight_type=QuantType.QInt8,
-            per_channel=scheme.per_channel,
-            op_types_to_quantize=["MatMul", "Gemm"],
-            nodes_to_exclude=excluded,
-            extra_options=extra,
-        )
-    finally:
-        root.setLevel(level)
-    written = onnx.load(str(dst))
-    changed = _decoders_from_tables(written, tied)
-    kept_weights = sorted(
-        {
-            node.input[1]
-            for graph, constants in graphs(written.graph)
-            for node in graph.node
-            if node.name in excluded and node.op_type in ("MatMul", "Gemm") and node.input[1] in constants
-        }
-    )
-    if keep and len(kept_weights) < len(keep):
-        raise ValueError(f"{len(keep) - len(kept_weights)} weight(s) kept in fp32 were quantized after all")
+        excluded, kept_weights = kept_matmuls(model, keep)
+        if len(kept_weights) < len(keep):
+            raise ValueError(f"{len(keep) - len(kept_weights)} weight(s) to keep in fp32 are not in the graph")
+    quantized = quantize_per_token(model, exclude=set(excluded), codes=tied)
     if kept_weights:
-        entry = written.metadata_props.add()
+        entry = model.metadata_props.add()
         entry.key, entry.value = FP32_WEIGHTS_KEY, ",".join(kept_weights)
-    if kept_weights or changed:
-        onnx.save(written, str(dst))
-    return replace(prepared, quantized_matmuls=count_ops(written, "MatMulInteger"))
+    onnx.save(model, str(dst))
+    return replace(prepared, quantized_matmuls=quantized)
 
 
 def tied_decoders(model) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -321,26 +287,7 @@ def tied_decoders(model) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return found
 
 
-def _decoders_from_tables(model, tied: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
-    """Give each tied decoder the int8 codes and per-column scales of its table, in place: its fp32 weight is the
-    table dequantized, so those are its exact int8 form, where ONNX Runtime's quantizer, quantizing the product
-    again, may round a value to the next code. The decoder then stores the table's bytes, and
-    ``share_transposed_tables`` keeps one copy. Returns how many decoders were set."""
-    from onnx import numpy_helper
-
-    inits = {i.name: i for i in model.graph.initializer}
-    done = 0
-    for name, (codes, scale) in tied.items():
-        weight, scales = inits.get(f"{name}_quantized"), inits.get(f"{name}_scale")
-        zero = inits.get(f"{name}_zero_point")
-        if weight is None or scales is None or list(weight.dims) != [codes.shape[1], codes.shape[0]]:
-            continue
-        if zero is not None and numpy_helper.to_array(zero).any():
-            continue  # not symmetric int8: not the table's form
-        weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(codes.T), weight.name))
-        scales.CopyFrom(numpy_helper.from_array(scale.astype(np.float32).reshape(scales.dims), scales.name))
-        done += 1
-    return done
+_INT8_MATMULS = ("MatMulInteger", "MatMulIntegerToFloat")  # int8 codes at input 1, scales named "<codes>_scale"
 
 
 def share_transposed_tables(model) -> int:
@@ -376,7 +323,7 @@ def share_transposed_tables(model) -> int:
     added, rename, saved = [], {}, 0
 
     for node in list(graph.node):
-        if node.op_type not in ("MatMul", "MatMulInteger") or len(node.input) < 2 or node.input[1] not in inits:
+        if node.op_type not in ("MatMul", *_INT8_MATMULS) or len(node.input) < 2 or node.input[1] not in inits:
             continue
         weight = inits[node.input[1]]
         if weight.name in rename or len(weight.dims) != 2:
@@ -392,7 +339,7 @@ def share_transposed_tables(model) -> int:
             rename[weight.name] = out
             saved += array(weight.name).nbytes
             scale = weight.name[: -len("_quantized")] + "_scale" if weight.name.endswith("_quantized") else None
-            if node.op_type == "MatMulInteger" and scale in inits:
+            if node.op_type in _INT8_MATMULS and scale in inits:
                 saved += _share_row_scale(graph, inits, array, tables, table, indices, scale, rename, added, fresh)
             break
     if not rename:

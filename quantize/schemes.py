@@ -20,8 +20,8 @@ class Scheme:
 
 INT8_DYNAMIC_PER_CHANNEL = Scheme(
     name="int8-dynamic-per-channel",
-    description="int8 activations quantized per tensor at run time; symmetric int8 weights, one scale per "
-    "output channel",
+    description="int8 activations quantized at run time, one asymmetric scale per token; symmetric int8 weights, "
+    "one scale per output channel",
     weight_symmetric=True,
     per_channel=True,
 )

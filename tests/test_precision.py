@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mobile_export import Backend, ExportOptions, Quant, export
-from mobile_export.backends.onnx.precision import Precision, exact_model, precision_for, saturates
+from mobile_export.backends.onnx.precision import _WEIGHT_INPUTS, Precision, exact_model, precision_for, saturates
 from mobile_export.core.host import Host, this_host
 
 
@@ -80,22 +80,24 @@ def test_exact_model_moves_the_loop_bodys_weights_to_u8(loop_onnx):
     assert exact is not None
     inits = {i.name: i for i in exact.graph.initializer}
     before = {i.name: i for i in original.graph.initializer}
-    body = [n for n in _body(exact).node if n.op_type == "MatMulInteger"]
+    body = [n for n in _body(exact).node if n.op_type in _WEIGHT_INPUTS]
     assert len(body) == 6  # query, key, value, attention output, FFN, FFN output
     for node in body:
-        w, zp = inits[node.input[1]], inits[node.input[3]]
+        w, zp = inits[node.input[1]], inits[node.input[_WEIGHT_INPUTS[node.op_type][1]]]
         assert w.data_type == onnx.TensorProto.UINT8 and zp.data_type == onnx.TensorProto.UINT8
         s8 = numpy_helper.to_array(before[node.input[1].removesuffix("_s8_2_u8")])
-        s8_zp = numpy_helper.to_array(before[node.input[3].removesuffix("_s8_2_u8")])
+        s8_zp_name = node.input[_WEIGHT_INPUTS[node.op_type][1]].removesuffix("_s8_2_u8")
+        # a node without a weight zero point (0) gets a u8 one of 128
+        s8_zp = numpy_helper.to_array(before[s8_zp_name]) if s8_zp_name in before else np.zeros(1, np.int8)
         u8 = numpy_helper.to_array(w, base_dir=str(path.parent))
         u8_zp = numpy_helper.to_array(zp)
         # the same integers: (w - zp) is unchanged for every element
         assert np.array_equal(u8.astype(np.int32) - u8_zp.astype(np.int32).reshape(-1),
                               s8.astype(np.int32) - s8_zp.astype(np.int32).reshape(-1))
-    main = [n for n in exact.graph.node if n.op_type == "MatMulInteger"]
+    main = [n for n in exact.graph.node if n.op_type in _WEIGHT_INPUTS]
     assert main and all(inits[n.input[1]].data_type == onnx.TensorProto.INT8 for n in main)  # the option's part
     assert not any(n.endswith("_s8_2_u8") for n in before)
-    replaced = {n.input[i].removesuffix("_s8_2_u8") for n in body for i in (1, 3)}
+    replaced = {n.input[i].removesuffix("_s8_2_u8") for n in body for i in _WEIGHT_INPUTS[n.op_type]} | {"s8_zero"}
     assert all(name in inits for name in before if name not in replaced)  # nothing else dropped
 
 
@@ -107,7 +109,7 @@ def test_exact_model_leaves_7_bit_weights_and_plain_models(loop_onnx, tmp_path):
 
     path = loop_onnx.out / "model.onnx"
     model = onnx.load(str(path))
-    body_weights = {n.input[1] for n in _body(model).node if n.op_type == "MatMulInteger"}
+    body_weights = {n.input[1] for n in _body(model).node if n.op_type in _WEIGHT_INPUTS}
     for i, init in enumerate(model.graph.initializer):
         if init.name in body_weights:  # shrink every body weight into [-64, 64]: it cannot saturate
             arr = numpy_helper.to_array(init) // 2

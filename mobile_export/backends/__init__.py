@@ -98,7 +98,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=True,
         notes="batch and sequence length dynamic; ALBERT's shared layer group as a Loop body, other families' "
         "layers one after another; weights in model.onnx.data beside it (page-aligned, mapped by ONNX Runtime)",
-        granularity="tensor",
+        granularity="token",  # quantize.onnx_per_token: one activation scale per row, as XNNPACK's
         int8_mode=None,
         data_files=("model.onnx.data",),
     ),
@@ -113,7 +113,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         dynamic_batch=True,
         notes="the .onnx converted to ONNX Runtime Mobile's ORT format (graph optimizations applied, "
         "no x86-only layouts); opt-in with --backend ort",
-        granularity="tensor",
+        granularity="token",
         int8_mode=None,
         embeds=False,  # converted from the .onnx before the export embeds its assets
         converted_from=Backend.ONNX,

@@ -123,6 +123,8 @@ def _slots(
         if quantized:
             rows = p.shape[0]
             slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
+            if not xnnpack:  # the .onnx's column sums: each output's share of a per-token zero point
+                slots.append((group, rows * 4))
         else:
             slots.append((group, p.numel() * 4))
     for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants
@@ -153,6 +155,7 @@ class SizeEntry(TypedDict, total=False):
     extra_copies_bytes: dict[str, int]
     parameters: dict[str, int]
     tied_embeddings: bool
+    shares_weights: bool  # the model shares a weight (ALBERT's layer, a tied table): what "sharing" speaks of
     sharing_preserved: bool | None
     sharing_verdict: str
     memory: dict[str, int]  # MemoryFigures.to_dict()
@@ -216,6 +219,7 @@ def breakdown(
             "extra_copies_bytes": {g: int(v) for g, v in extra_copies.items() if v},
             "parameters": counts,
             "tied_embeddings": tied,
+            "shares_weights": family.shared or tied,
             "sharing_preserved": preserved,
             "sharing_verdict": verdict,
         }

@@ -114,6 +114,17 @@ def _preserved(verdict: bool | None) -> str:
     return "preserved" if verdict else "NOT preserved"
 
 
+def _sharing_words(size: SizeEntry, verdict: bool | None, memory: bool = False) -> str:
+    """The summary's words for a sharing verdict: "sharing" where the model shares a weight (ALBERT's layer, a tied
+    table), else what the check still proves, that each weight is stored (or packed) once."""
+    if verdict is None:
+        return "sharing n/a"
+    if size.get("shares_weights", True):
+        return f"{'memory ' if memory else ''}sharing {_preserved(verdict)}"
+    what = "packed" if memory else "stored"
+    return f"each weight {what} once" if verdict else f"a weight {what} twice"
+
+
 def memory_of(size: SizeEntry) -> MemoryFigures | None:
     """The RAM measured in an artifact's size section (None: not measured)."""
     memory = size.get("memory")
@@ -574,15 +585,14 @@ def summary(report: dict) -> str:
             continue
         shared, memory = s.get("sharing_preserved"), memory_of(s)
         lines.append(
-            f"{a.file}: deflate {s.get('deflate_bytes', 0):,} B; sharing "
-            f"{'preserved' if shared else 'NOT preserved' if shared is False else 'n/a'}"
+            f"{a.file}: deflate {s.get('deflate_bytes', 0):,} B; {_sharing_words(s, shared)}"
             + (
                 f"; RAM {mib(memory.model_rss_bytes)} ({memory.model_rss_bytes / a.bytes:.2f}x the file)"
                 if memory
                 else ""
             )
             + (
-                f"; memory sharing {_preserved(s.get('memory_sharing_preserved'))}"
+                f"; {_sharing_words(s, s.get('memory_sharing_preserved'), memory=True)}"
                 if s.get("memory_sharing_preserved") is not None
                 else ""
             )

@@ -29,7 +29,8 @@ from ...core.threads import runtime_threads
 OPTION = "session.x64quantprecision"
 EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 _INT8 = 3  # onnx.TensorProto.INT8
-_WEIGHT_INPUTS = {"MatMulInteger": (1, 3)}  # op -> (weight, weight zero point) input indices
+# op -> (weight, weight zero point) input indices
+_WEIGHT_INPUTS = {"MatMulInteger": (1, 3), "MatMulIntegerToFloat": (1, 5)}
 _S7 = (-64, 64)  # weights inside this range cannot saturate (ONNX Runtime skips converting them too)
 
 
@@ -159,7 +160,7 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
     main = {i.name: i for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
     for node in list(graph.node):
-        t = producer.get(node.input[1]) if node.op_type == "MatMulInteger" else None
+        t = producer.get(node.input[1]) if node.op_type in _WEIGHT_INPUTS else None
         if t is None or t.op_type != "Transpose" or t.input[0] not in main or main[t.input[0]].data_type != _INT8:
             continue
         table = main[t.input[0]]
