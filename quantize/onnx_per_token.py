@@ -58,7 +58,7 @@ def quantize_per_token(
 
     codes = dict(codes or {})
     main = model.graph
-    stored = {}  # initializer name -> (the graph that stores it, the tensor)
+    stored: dict[str, tuple] = {}  # initializer name -> (the graph that stores it, the tensor)
     for graph, _ in graphs(main):
         for init in graph.initializer:
             stored.setdefault(init.name, (graph, init))
@@ -98,7 +98,7 @@ def _constants(graph, fresh) -> dict[str, str]:
     the outer scope); role -> initializer name."""
     from onnx import numpy_helper
 
-    values = {
+    values: dict[str, np.ndarray] = {
         "rows": np.array([-1], np.int64),
         "axis1": np.array([1], np.int64),
         "zero": np.array(0.0, np.float32),
@@ -121,7 +121,11 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
     weight = numpy_helper.to_array(tensor).astype(np.float32)
     codes, scale = given if given is not None else weight_codes(weight)
     sums = (codes.astype(np.int64).sum(axis=0) * scale.astype(np.float64)).astype(np.float32).reshape(1, -1)
-    names = tuple(fresh(tensor.name + s) for s in (QUANTIZED_SUFFIX, SCALE_SUFFIX, COLUMN_SUFFIX))
+    names = (
+        fresh(tensor.name + QUANTIZED_SUFFIX),
+        fresh(tensor.name + SCALE_SUFFIX),
+        fresh(tensor.name + COLUMN_SUFFIX),
+    )
     graph.initializer.extend(
         [
             numpy_helper.from_array(np.ascontiguousarray(codes, dtype=np.int8), names[0]),
@@ -129,7 +133,7 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
             numpy_helper.from_array(sums, names[2]),
         ]
     )
-    return names  # type: ignore[return-value]
+    return names
 
 
 def _quantize_rows(x: str, width: int, c: dict[str, str], fresh) -> tuple[list, tuple[str, str, str, str]]:
@@ -138,8 +142,29 @@ def _quantize_rows(x: str, width: int, c: dict[str, str], fresh) -> tuple[list, 
     from onnx import TensorProto, helper
 
     p = fresh(f"{x}/per_token")
-    n = {k: f"{p}/{k}" for k in ("width", "x2", "hi0", "lo0", "hi", "lo", "span", "span_eps", "s", "neg_lo",
-                                 "z_real", "z", "s_flat", "z_flat", "z_u8", "q", "sz", "lead")}
+    n = {
+        k: f"{p}/{k}"
+        for k in (
+            "width",
+            "x2",
+            "hi0",
+            "lo0",
+            "hi",
+            "lo",
+            "span",
+            "span_eps",
+            "s",
+            "neg_lo",
+            "z_real",
+            "z",
+            "s_flat",
+            "z_flat",
+            "z_u8",
+            "q",
+            "sz",
+            "lead",
+        )
+    }
     nodes = [
         helper.make_node("Constant", [], [n["width"]], value_ints=[-1, width], name=fresh(f"{p}/width")),
         helper.make_node("Reshape", [x, n["width"]], [n["x2"]], name=fresh(f"{p}/rows")),

@@ -23,6 +23,7 @@ def _thresholds(args, quant):
         min_sqnr_db=args.min_sqnr,
         min_example_sqnr_db=args.min_example_sqnr,
         min_cosine=args.min_cosine,
+        min_retrieval=args.min_retrieval,
     )
 
 

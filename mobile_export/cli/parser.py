@@ -341,3 +341,9 @@ def threshold_args(p) -> None:
         type=float,
         help="parity floor on every example's cosine to fp32 (default: 0.99 for an int8 pooled embedding, 0.95 int4)",
     )
+    p.add_argument(
+        "--min-retrieval",
+        type=float,
+        help="parity limit on retrieval agreement of a pooled embedding, 0..1: each text as a query against the "
+        "others, fp32's nearest neighbour kept (default: 0.98 for int8, 0.95 int4; gated from 20 decisive queries)",
+    )

@@ -10,6 +10,10 @@ from .errors import BadInputError
 # A length bucket of the parity text is gated on its own when it has at least this many examples.
 MIN_BUCKET_EXAMPLES = 3
 INT4_MIN_SQNR_DB = 15.0
+# Retrieval agreement (``parity.retrieval``): a query counts when fp32's nearest neighbour leads its second by this
+# much cosine, and the gate needs this many such queries (fewer are reported only: one miss would be 5% of them).
+DECISIVE_MARGIN = 0.01
+MIN_QUERIES = 20
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class Thresholds:
         min_sqnr_db: signal-to-quantization-noise ratio over all outputs, and per length bucket.
         min_example_sqnr_db: floor on every single example's SQNR (no example may be badly wrong).
         min_cosine: floor on every example's cosine to fp32 (sentence embeddings, whose use is a cosine).
+        min_retrieval: share of decisive queries (each text against the others) on which the artifact's nearest
+            neighbour is fp32's (sentence embeddings; ``parity.retrieval``).
     """
 
     max_abs_diff: float | None = None
@@ -34,12 +40,15 @@ class Thresholds:
     min_sqnr_db: float | None = None
     min_example_sqnr_db: float | None = None
     min_cosine: float | None = None
+    min_retrieval: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_abs_diff is not None and self.max_abs_diff < 0:
             raise BadInputError("max |diff| threshold must be >= 0")
         if self.min_agreement is not None and not 0.0 <= self.min_agreement <= 1.0:
             raise BadInputError("agreement threshold must be between 0 and 1")
+        if self.min_retrieval is not None and not 0.0 <= self.min_retrieval <= 1.0:
+            raise BadInputError("retrieval agreement threshold must be between 0 and 1")
 
     @staticmethod
     def from_overrides(quant: Quant, **limits: float | None) -> "Thresholds | None":
@@ -60,11 +69,12 @@ class Thresholds:
 
     @staticmethod
     def default_for_task(quant: Quant, kind: str) -> "Thresholds":
-        """The defaults for ``quant``, plus a cosine floor for a pooled sentence embedding (int8 0.99,
-        int4 0.95: what an app's similarity search reads)."""
+        """The defaults for ``quant``, plus for a pooled sentence embedding what an app's similarity search reads:
+        a cosine floor (int8 0.99, int4 0.95) and retrieval agreement (int8 0.98, int4 0.95)."""
         t = Thresholds.default_for(quant)
         if kind == "sentence_embedding" and quant is not Quant.FP32:
-            return replace(t, min_cosine=0.99 if quant is Quant.INT8 else 0.95)
+            int8 = quant is Quant.INT8
+            return replace(t, min_cosine=0.99 if int8 else 0.95, min_retrieval=0.98 if int8 else 0.95)
         return t
 
     def explain(self) -> list[str]:
@@ -72,6 +82,12 @@ class Thresholds:
         lines = []
         if self.min_cosine is not None:
             lines.append(f"cosine >= {self.min_cosine:g}: every example's output vector points where fp32's does")
+        if self.min_retrieval is not None:
+            lines.append(
+                f"retrieval agreement >= {self.min_retrieval:.0%}: with each text as a query against the others, "
+                f"the artifact's nearest neighbour is fp32's wherever fp32's leads its second by {DECISIVE_MARGIN:g} "
+                f"in cosine (gated from {MIN_QUERIES} such queries)"
+            )
         if self.max_abs_diff is not None:
             lines.append(
                 f"max |diff| <= {self.max_abs_diff:g}: no output value of any example is further from fp32 than this"

@@ -27,6 +27,7 @@ from .metrics import (
     top_margins,
 )
 from .plots import PlotSampler
+from .retrieval import RetrievalTracker
 
 
 def _keep_max(current: float | None, value: float | None) -> float | None:
@@ -124,6 +125,8 @@ class ParityAccumulator:
         # decisions that are near-ties at the example's own error: (example, reference margin, agreed)
         self._tie_example, self._tie_margin, self._tie_agree = array("q"), array("d"), array("b")
         self.overlap_hits = self.overlap_slots = 0  # top-k heads: fp32's top K ids the artifact returned
+        # sentence embeddings: every text's vectors, for the neighbours each text finds among the others
+        self.retrieval = RetrievalTracker() if task.kind is OutputKind.SENTENCE_EMBEDDING else None
 
     @property
     def n_examples(self) -> int:
@@ -148,6 +151,8 @@ class ParityAccumulator:
             reference, actual, rows = self._topk(reference, actual)
         if len(reference) != len(actual):
             raise ValueError(f"example {i}: {len(actual)} outputs, expected {len(reference)}")
+        if self.retrieval is not None:
+            self.retrieval.add(reference[0], actual[0])
         maxes, signals, counts, abs_sums, noises, cosines = [], [], [], [], [], []
         for r, a in zip(reference, actual):  # one output at a time, at most two full-size float64 arrays alive
             r = np.asarray(r, dtype=np.float64)
@@ -277,6 +282,8 @@ class ParityAccumulator:
         offset = self.total.examples
         self.overlap_hits += other.overlap_hits
         self.overlap_slots += other.overlap_slots
+        if self.retrieval is not None and other.retrieval is not None:
+            self.retrieval.merge(other.retrieval)
         self.total.merge(other.total)
         for k, sums in sorted(other.bucket_sums.items()):
             self.bucket_sums.setdefault(k, _Sums()).merge(sums)
@@ -330,6 +337,13 @@ class ParityAccumulator:
             )
         by_length, bucket_failures = self._by_length(t, sqnrs, decisive, decisive_agree)
         failures += bucket_failures
+        found = self.retrieval.result() if self.retrieval is not None else None
+        if found is not None and found.gated and t.min_retrieval is not None and found.agreement is not None:
+            if found.agreement < t.min_retrieval:
+                failures.append(
+                    f"retrieval agreement {found.agreement:.2%} < {t.min_retrieval:.2%} ({found.queries - found.kept}"
+                    f" of {found.queries} decisive queries found another nearest neighbour than fp32's)"
+                )
         accuracy = reference_accuracy = None
         if self.labelled and self.task.kind is OutputKind.SEQUENCE_LOGITS:
             reference_accuracy, accuracy = self.reference_right / self.labelled, self.artifact_right / self.labelled
@@ -357,6 +371,8 @@ class ParityAccumulator:
             min_example_sqnr_db=pooled.min_example_sqnr_db,
             by_length=tuple(by_length),
             topk_overlap=self.overlap_hits / self.overlap_slots if self.overlap_slots else None,
+            retrieval_agreement=found.agreement if found is not None else None,
+            retrieval_queries=found.queries if found is not None else 0,
         )
 
 

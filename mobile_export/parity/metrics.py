@@ -81,6 +81,9 @@ class ParityResult:
     coverage: Coverage | None = None  # quantization / delegation coverage read from the artifact
     by_length: tuple[LengthBucket, ...] = ()  # metrics per sequence-length bucket that has examples
     topk_overlap: float | None = None  # top-k heads: share of fp32's top K ids the artifact returned
+    # sentence embeddings: share of decisive queries whose nearest neighbour is fp32's, and how many there were
+    retrieval_agreement: float | None = None
+    retrieval_queries: int = 0
 
     @property
     def passed(self) -> bool:
@@ -100,6 +103,9 @@ class ParityResult:
             )
         if self.topk_overlap is not None:
             line += f", top-k overlap {self.topk_overlap:.2%}"
+        if self.retrieval_agreement is not None:
+            line += f", lowest cosine {self.min_cosine:.4f}, retrieval {self.retrieval_agreement:.2%} of "
+            line += f"{self.retrieval_queries} queries"
         return line
 
     def to_dict(self) -> dict:
