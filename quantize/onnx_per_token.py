@@ -80,9 +80,12 @@ def quantize_per_token(
             if weight not in done:
                 done[weight] = _store_weight(home, tensor, codes.get(weight), fresh)
             if node.input[0] not in rows:
-                quantize, rows[node.input[0]] = _quantize_rows(node.input[0], int(tensor.dims[0]), constants, fresh)
+                quantize, rows[node.input[0]] = _quantize_rows(
+                    node.input[0], int(tensor.dims[0]), constants, fresh, fresh(f"per_token/rows{rewritten}")
+                )
                 nodes += quantize
-            nodes += _multiply(node, rows[node.input[0]], done[weight], int(tensor.dims[1]), constants, fresh)
+            prefix = fresh(f"per_token/mm{rewritten}")  # short: every rewrite adds its nodes' names to the graph
+            nodes += _multiply(node, rows[node.input[0]], done[weight], int(tensor.dims[1]), constants, fresh, prefix)
             rewritten += 1
         if rewritten != before:
             del graph.node[:]
@@ -136,12 +139,11 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
     return names
 
 
-def _quantize_rows(x: str, width: int, c: dict[str, str], fresh) -> tuple[list, tuple[str, str, str, str]]:
+def _quantize_rows(x: str, width: int, c: dict[str, str], fresh, p: str) -> tuple[list, tuple[str, str, str, str]]:
     """Nodes that quantize each row of ``x`` to uint8 with its own range; (nodes, (codes [M, K], scale [M, 1],
     scale * zero point [M, 1], x's leading dimensions))."""
     from onnx import TensorProto, helper
 
-    p = fresh(f"{x}/per_token")
     n = {
         k: f"{p}/{k}"
         for k in (
@@ -190,13 +192,14 @@ def _quantize_rows(x: str, width: int, c: dict[str, str], fresh) -> tuple[list, 
     return nodes, (n["q"], n["s"], n["sz"], n["lead"])
 
 
-def _multiply(node, rows: tuple[str, str, str, str], weight: tuple[str, str, str], width: int, c, fresh) -> list:
+def _multiply(
+    node, rows: tuple[str, str, str, str], weight: tuple[str, str, str], width: int, c, fresh, p: str
+) -> list:
     """Nodes that replace MatMul ``node`` with the int8 product of its quantized rows and ``weight``."""
     from onnx import helper
 
     q, s, sz, lead = rows
     codes, scale, sums = weight
-    p = fresh(node.name or node.output[0])
     n = {k: f"{p}/{k}" for k in ("width", "acc", "scaled", "offset", "flat", "shape")}
     return [
         helper.make_node(

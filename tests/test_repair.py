@@ -70,7 +70,7 @@ def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(plant
     diagnosis = report["diagnosis"]
     runtime = diagnosis["runtime_depth_sqnr_db"]
     assert set(runtime) == {"model.pte", "model.onnx"}
-    granularity = {"model.pte": "token", "model.onnx": "tensor"}
+    granularity = {"model.pte": "token", "model.onnx": "token"}  # both quantize activations per token
     emulated = {f: diagnosis["emulated"][g]["depth_sqnr_db"] for f, g in granularity.items()}
     for file, depths in runtime.items():
         assert len(depths) == 2 == len(emulated[file])  # the tiny model's two runs of the shared layer
@@ -83,7 +83,8 @@ def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(plant
         assert len(o["after_depth_sqnr_db"]) == len(before)
         assert all(a > b + 12 for a, b in zip(o["after_depth_sqnr_db"], before)), (o, before)
     md = (result.out / "report.md").read_text()
-    assert "| depth | ONNX Runtime (per tensor), emulated |" in md and "model.onnx repaired (smooth), real |" in md
+    assert "| depth | XNNPACK / ONNX Runtime (per token), emulated |" in md
+    assert "model.onnx repaired (smooth), real |" in md
     html = (result.out / "report.html").read_text()
     assert "int8 error by depth: the hidden state after each run of the shared layer" in html
 
@@ -118,7 +119,7 @@ def test_repair_off_refuses_and_says_where_the_error_comes_from(planted, tmp_pat
     assert err.value.exit_code == ExitCode.PARITY_FAILED
     failed = _failed_report(out)
     assert failed["repair"] is None
-    emulated = failed["diagnosis"]["emulated"]["tensor"]
+    emulated = failed["diagnosis"]["emulated"]["token"]
     by = {w["weight"]: w for w in emulated["weights"]}
     # quantized alone, the weights that read the planted channels cost the most
     assert max(by[r]["alone_db"] for r in READERS) < min(w["alone_db"] for k, w in by.items() if k not in READERS)
@@ -172,9 +173,10 @@ def test_a_model_that_passes_plain_int8_is_not_touched(tiny_checkpoint, tmp_path
 
 @pytest.fixture(scope="module")
 def residual(tiny_checkpoint, tmp_path_factory):
-    """A tiny classifier with 20x outlier channels in the residual stream (no exact fold exists)."""
+    """A tiny classifier with 40x outlier channels in the residual stream (no exact fold exists): both CPU formats
+    fail plain int8 (per-token activations: ~19 dB at 35x and 45x; at 20x both passed, 23.4 / 23.6 dB)."""
     source = tiny_checkpoint("text-classification")
-    return planted_checkpoint(source, tmp_path_factory.mktemp("residual") / "ckpt", 20.0, plant_residual)
+    return planted_checkpoint(source, tmp_path_factory.mktemp("residual") / "ckpt", 40.0, plant_residual)
 
 
 def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual, shared_export):
@@ -183,16 +185,22 @@ def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual,
     assert result.passed and report["repair"]["applied"] == "mixed"
     smooth, mixed = report["repair"]["attempts"]
     assert smooth["note"] == NOTHING_TO_FOLD and not smooth["artifacts"]
-    (change,) = mixed["changes"]  # only the .onnx (per-tensor activations) failed; the .pte passed plain
-    assert change["granularity"] == "tensor" and change["artifacts"] == ["model.onnx"] and change["target_met"]
+    (change,) = mixed["changes"]  # one choice for both: the .pte and the .onnx quantize activations per token
+    assert change["granularity"] == "token" and change["target_met"]
+    refused = change["artifacts"]  # the .onnx (~18.7 dB); the .pte is at the gate's edge (19-20 dB by host)
+    assert "model.onnx" in refused and set(refused) <= {"model.pte", "model.onnx"}
     kept = change["fp32_weights"]
     assert f"{LAYER}.attention.query" in kept  # the weight that reads the planted channels
     linears = [i["weight"] for i in report["diagnosis"]["inputs"]]
     assert 0 < len(kept) < len(linears) and set(kept) <= set(linears)
     print(f"kept fp32: {kept}")
-    (o,) = mixed["artifacts"]
-    assert o["file"] == "model.onnx" and o["before_sqnr_db"] < 20 <= o["after_sqnr_db"] and o["passed"], o
-    assert o["bytes_before"] < o["bytes_after"]  # fp32 weights cost bytes, and the report says how many
+    for o in mixed["artifacts"]:  # plain, below a gate (overall or one text's SQNR); repaired, above both
+        assert o["before_sqnr_db"] < 20 or o["before_min_example_db"] < 15, o
+        assert o["after_sqnr_db"] >= 20 and o["after_min_example_db"] >= 15 and o["passed"], o
+        # what the repair cost in bytes is reported (at this tiny size the int8 form's own nodes outweigh what a
+        # kept weight's fp32 bytes add, so the repaired file may be the smaller)
+        assert o["bytes_before"] > 0 and o["bytes_after"] > 0 and o["bytes_after"] != o["bytes_before"]
+    assert sorted(o["file"] for o in mixed["artifacts"]) == sorted(refused)
     onnx = next(a for a in report["artifacts"] if a["file"] == "model.onnx")
     cov = onnx["parity"]["coverage"]
     # every weight MatMul is int8 or one the file declares kept fp32 (the shared layer's weights count once)
@@ -208,8 +216,8 @@ def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual,
     pte = next(a for a in report["artifacts"] if a["file"] == "model.pte")
     assert pte["parity"]["passed"] and pte["sha256"] == sha256_file(result.out / "model.pte")
     md = (result.out / "report.md").read_text()
-    assert "int8 repair (--repair auto; kept: mixed)" in md and "kept in fp32 (model.onnx)" in md
-    assert "repair mixed: fp32 for ONNX Runtime" in summary(report)
+    assert "int8 repair (--repair auto; kept: mixed)" in md and f"kept in fp32 ({', '.join(refused)})" in md
+    assert "repair mixed: fp32 for XNNPACK / ONNX Runtime" in summary(report)
 
 
 def test_an_fp32_weight_the_file_does_not_declare_is_still_refused(residual, shared_export, tmp_path):

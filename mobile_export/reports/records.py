@@ -160,7 +160,7 @@ def kept_fp32(repair: dict | None, file: str) -> list[str]:
     return kept
 
 
-GRANULARITY_RUNTIME = {"tensor": "ONNX Runtime (per tensor)", "token": "XNNPACK (per token)"}
+GRANULARITY_RUNTIME = {"tensor": "per tensor", "token": "XNNPACK / ONNX Runtime (per token)"}
 
 
 @dataclass(frozen=True)
