@@ -232,3 +232,20 @@ def test_report_json_reads_back_as_typed_records(onnx_export):
     assert MemoryFigures.from_dict(figures.to_dict()) == figures
     with pytest.raises(KeyError):
         ReportRecord.from_json({"tool": "something else"})
+
+
+def test_a_model_that_shares_nothing_gets_no_sharing_verdict():
+    """ALBERT's shared layer and a tied table are "sharing"; a BERT stores each weight once, and its summary says
+    that, both ways, rather than "sharing preserved" / "NOT preserved"."""
+    from mobile_export.reports.render import _sharing_words
+
+    albert = {"shares_weights": True}
+    bert = {"shares_weights": False}
+    assert _sharing_words(albert, True) == "sharing preserved"
+    assert _sharing_words(albert, False) == "sharing NOT preserved"
+    assert _sharing_words(albert, False, memory=True) == "memory sharing NOT preserved"
+    assert _sharing_words(bert, True) == "each weight stored once"
+    assert _sharing_words(bert, False) == "a weight stored twice"
+    assert _sharing_words(bert, True, memory=True) == "each weight packed once"
+    assert _sharing_words({}, True) == "sharing preserved"  # a report written before the field: as it said then
+    assert _sharing_words(bert, None) == "sharing n/a"
