@@ -326,11 +326,11 @@ def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
         str(data),
         "--overwrite",
         *backends,
-        *(["--calibration", str(data)] if npu else []),
     ]
     print(" ".join(cmd), flush=True)
     done = subprocess.run(cmd)
-    report = json.loads((ours / "report.json").read_text())
+    written = ours / "report.json"  # a refused export leaves report.failed.json beside the folder's place
+    report = json.loads((written if written.is_file() else ours / "report.failed.json").read_text())
     optimum = out / "optimum" / name
     if not (optimum / "int8" / "model_quantized.onnx").is_file():
         subprocess.run(

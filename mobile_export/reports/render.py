@@ -40,6 +40,8 @@ def _artifact_rows(report: ReportRecord) -> list[list[str]]:
         acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} (fp32 {_pct(p.reference_accuracy)})"
         if p.topk_overlap is not None:
             acc = f"top-k overlap {p.topk_overlap:.2%}"
+        if p.retrieval_agreement is not None:
+            acc = f"retrieval {p.retrieval_agreement:.2%} of {p.retrieval_queries} queries"
         rows.append(
             [
                 a.file,
@@ -560,6 +562,8 @@ def summary(report: dict) -> str:
         p = a.parity
         agree = "n/a" if p.decisive_agreement is None else f"{p.decisive_agreement:.1%}"
         acc = "n/a" if p.accuracy is None else f"{p.accuracy:.2%} ({_pct(p.reference_accuracy)})"
+        if p.retrieval_agreement is not None:  # a sentence embedding: the neighbours kept, the lowest cosine
+            agree, acc = f"{p.retrieval_agreement:.1%}", f"cos {p.min_cosine:.4f}"
         ms = "n/a" if a.result.median_ms is None else f"{a.result.median_ms:.2f}"
         lines.append(
             f"{a.file:<12} {a.quant:<5} {a.bytes:>12,} {p.max_abs_diff:>10.3g} "
@@ -577,6 +581,12 @@ def summary(report: dict) -> str:
     ties = [a.parity.near_ties for a in record.artifacts if a.parity.agreement is not None]
     if ties:
         lines.append(f"agree: decisive top-1 agreement (near-ties left out: {', '.join(map(str, ties))})")
+    retrieval = [f"{a.parity.retrieval_queries}" for a in record.artifacts if a.parity.retrieval_agreement is not None]
+    if retrieval:
+        lines.append(
+            f"agree: retrieval agreement, fp32's nearest neighbour kept ({', '.join(retrieval)} decisive queries); "
+            "accuracy: every text's lowest cosine to fp32"
+        )
     if any(a.parity.accuracy is not None for a in record.artifacts):
         lines.append(f"accuracy: artifact (fp32 reference) on {record.parity_data.get('labelled')} labelled texts")
     for a in record.artifacts:
