@@ -11,7 +11,8 @@ operators plus ONNX Runtime's ``MatMulIntegerToFloat``:
     y = s * MatMulIntegerToFloat(q, Wq, 1, w_scale) - (s * z) * c                          c = colsum(Wq) * w_scale
 
 ``Wq`` is the weight's symmetric int8 codes per output column (what ``quantize_dynamic`` stored before), and the
-zero point's share ``z * colsum(Wq)`` is subtracted in float (ONNX Runtime's integer MatMuls take one zero point
+zero point's share ``z * colsum(Wq)`` is subtracted in float (``c`` is computed in the graph from the stored codes,
+which ONNX Runtime folds at load) (ONNX Runtime's integer MatMuls take one zero point
 for the whole input, not one per row). Inputs that several MatMuls read (query, key and value read one
 LayerNorm's output) are quantized once. The arithmetic is exact up to the int8 rounding of ``q`` and ``Wq``.
 """
@@ -65,11 +66,13 @@ def quantize_per_token(
     taken = set(stored) | {o for graph, _ in graphs(main) for n in graph.node for o in (*n.output, n.name)}
     fresh = unique_namer(taken)
     constants = _constants(main, fresh)
-    done: dict[str, tuple[str, str, str]] = {}  # weight -> its (codes, scales, column sums) initializers
+    done: dict[str, tuple[str, str]] = {}  # weight -> its (codes, scales) initializers
     rewritten = 0
     # a subgraph before the graph that holds it: rewriting a graph's node list copies its nodes, Loop bodies included
     for graph, readable in reversed(list(graphs(main))):
         nodes, rows = [], {}  # rows: input name -> (codes, scale [M,1], scale*zero point [M,1], leading shape)
+        sums: dict[str, str] = {}  # weight -> its column sums in this graph, computed from constants
+        prelude: list = []
         before = rewritten
         for node in graph.node:
             weight = node.input[1] if node.op_type == "MatMul" and len(node.input) == 2 else ""
@@ -79,17 +82,21 @@ def quantize_per_token(
                 continue
             if weight not in done:
                 done[weight] = _store_weight(home, tensor, codes.get(weight), fresh)
+            if weight not in sums:
+                sums[weight] = fresh(tensor.name + COLUMN_SUFFIX)
+                prelude += _column_sums(*done[weight], sums[weight], constants, fresh)
             if node.input[0] not in rows:
                 quantize, rows[node.input[0]] = _quantize_rows(
                     node.input[0], int(tensor.dims[0]), constants, fresh, fresh(f"per_token/rows{rewritten}")
                 )
                 nodes += quantize
             prefix = fresh(f"per_token/mm{rewritten}")  # short: every rewrite adds its nodes' names to the graph
-            nodes += _multiply(node, rows[node.input[0]], done[weight], int(tensor.dims[1]), constants, fresh, prefix)
+            weight_parts = (*done[weight], sums[weight])
+            nodes += _multiply(node, rows[node.input[0]], weight_parts, int(tensor.dims[1]), constants, fresh, prefix)
             rewritten += 1
         if rewritten != before:
             del graph.node[:]
-            graph.node.extend(nodes)
+            graph.node.extend(prelude + nodes)
     if rewritten and not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     drop_unread_initializers(model)  # the fp32 weights now quantized (or, with nothing rewritten, the constants)
@@ -103,6 +110,7 @@ def _constants(graph, fresh) -> dict[str, str]:
 
     values: dict[str, np.ndarray] = {
         "rows": np.array([-1], np.int64),
+        "axis0": np.array([0], np.int64),
         "axis1": np.array([1], np.int64),
         "zero": np.array(0.0, np.float32),
         "eps": np.array(_EPS, np.float32),
@@ -117,26 +125,37 @@ def _constants(graph, fresh) -> dict[str, str]:
     return names
 
 
-def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fresh) -> tuple[str, str, str]:
-    """Add the int8 codes, scales and column sums of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
-    from onnx import numpy_helper
+def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fresh) -> tuple[str, str]:
+    """Add the int8 codes and per-column scales of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
+    from onnx import TensorProto, helper, numpy_helper
 
     weight = numpy_helper.to_array(tensor).astype(np.float32)
     codes, scale = given if given is not None else weight_codes(weight)
-    sums = (codes.astype(np.int64).sum(axis=0) * scale.astype(np.float64)).astype(np.float32).reshape(1, -1)
-    names = (
-        fresh(tensor.name + QUANTIZED_SUFFIX),
-        fresh(tensor.name + SCALE_SUFFIX),
-        fresh(tensor.name + COLUMN_SUFFIX),
-    )
+    names = (fresh(tensor.name + QUANTIZED_SUFFIX), fresh(tensor.name + SCALE_SUFFIX))
+    flat = scale.astype(np.float32).reshape(-1)
     graph.initializer.extend(
         [
             numpy_helper.from_array(np.ascontiguousarray(codes, dtype=np.int8), names[0]),
-            numpy_helper.from_array(scale.astype(np.float32).reshape(-1), names[1]),
-            numpy_helper.from_array(sums, names[2]),
+            # as values, not raw bytes, as ONNX Runtime's quantizer stores scales: the file keeps them inline (the
+            # data file gives each raw tensor of 1 KiB or more a 4 KiB page)
+            helper.make_tensor(names[1], TensorProto.FLOAT, [flat.size], flat.tolist()),
         ]
     )
     return names
+
+
+def _column_sums(codes: str, scale: str, out: str, c: dict[str, str], fresh) -> list:
+    """Nodes computing ``colsum(codes) * scale`` as ``out`` [1, N] from the stored constants alone: ONNX Runtime
+    folds them when it loads the model, so the file stores nothing more (a stored vector of its own would take a
+    4 KiB page of the data file per weight). The sums of int8 codes are exact in float32 below 2^24."""
+    from onnx import TensorProto, helper
+
+    as_float, summed = fresh(f"{out}/float"), fresh(f"{out}/sum")
+    return [
+        helper.make_node("Cast", [codes], [as_float], to=TensorProto.FLOAT, name=as_float),
+        helper.make_node("ReduceSum", [as_float, c["axis0"]], [summed], keepdims=1, name=summed),
+        helper.make_node("Mul", [summed, scale], [out], name=fresh(f"{out}/scaled")),
+    ]
 
 
 def _quantize_rows(x: str, width: int, c: dict[str, str], fresh, p: str) -> tuple[list, tuple[str, str, str, str]]:
