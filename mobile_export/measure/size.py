@@ -123,6 +123,8 @@ def _slots(
         if quantized:
             rows = p.shape[0]
             slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
+            if not xnnpack:  # each output's share of a per-token zero point: computed at load, a constant in a .ort
+                slots.append((group, rows * 4))
         else:
             slots.append((group, p.numel() * 4))
     for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants

@@ -167,7 +167,13 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
         arr = read(table)
         if (arr.min() >= _S7[0] and arr.max() <= _S7[1]) or not zero_point_as_u8(node, main):
             continue
-        t.input[0] = twin(table)
+        # the decoder reads a Transpose of the u8 twin of its own; the s8 one stays for its other readers (the
+        # per-token column sums, folded at load) and is dropped once nothing reads it
+        transposed = t.output[0] + "_u8"
+        if not any(transposed in n.output for n in graph.node):
+            u8_t = helper.make_node("Transpose", [twin(table)], [transposed], name=transposed, perm=[1, 0])
+            graph.node.insert(list(graph.node).index(t) + 1, u8_t)
+        node.input[1] = transposed
         for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0] == table.name]:
             readers = [n for n in graph.node if gather.output[0] in n.input]
             if not all(r.op_type == "Cast" and _cast_to(r) == 1 for r in readers):  # 1: FLOAT
