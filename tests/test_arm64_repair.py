@@ -23,14 +23,16 @@ def test_repaired_artifacts_pass_on_phone_cpus(tiny_checkpoint, tmp_path, capsys
     source = tiny_checkpoint("text-classification")
     if plant == "exact":  # 50x channels a fold removes exactly: both formats re-exported by smooth
         ckpt, applied, repaired = planted_checkpoint(source, tmp_path / "ckpt", 50.0), "smooth", {"model.pte", "model.onnx"}
-    else:  # 20x residual-stream channels: the .onnx keeps weights fp32, the .pte passes plain
-        ckpt = planted_checkpoint(source, tmp_path / "ckpt", 20.0, plant_residual)
+    else:  # 40x residual-stream channels (both CPU formats quantize per token and pass at 20x): the .onnx keeps
+        # weights fp32; the .pte is at the gate's edge (19-20 dB by host), repaired with it when it fails
+        ckpt = planted_checkpoint(source, tmp_path / "ckpt", 40.0, plant_residual)
         applied, repaired = "mixed", {"model.onnx"}
     out = tmp_path / "export"
     assert main(["export", str(ckpt), "--out", str(out), "--no-memory", "--quiet"]) == 0, capsys.readouterr().err
     report = json.loads((out / "report.json").read_text())
     attempt = next(a for a in report["repair"]["attempts"] if a["method"] == report["repair"]["applied"])
-    assert report["repair"]["applied"] == applied and {o["file"] for o in attempt["artifacts"]} == repaired
+    files = {o["file"] for o in attempt["artifacts"]}
+    assert report["repair"]["applied"] == applied and (files == repaired or applied == "mixed" and repaired < files)
     host = {a["file"]: a["parity"] for a in report["artifacts"]}
 
     checked = tmp_path / "parity"
