@@ -25,6 +25,7 @@ import numpy as np
 
 QUANTIZED_SUFFIX = "_quantized"  # the weight's int8 codes, as ONNX Runtime's quantizer names them
 SCALE_SUFFIX = "_scale"  # the weight's per-column scales
+ZERO_POINT_SUFFIX = "_zero_point"  # the weight's zero point: 0 (symmetric)
 COLUMN_SUFFIX = "_column_sums"  # colsum(codes) * scale: the zero point's share of each output
 MS_DOMAIN = "com.microsoft"
 _EPS = 1e-12  # an all-zero row gets this range (its codes are all the zero point)
@@ -66,7 +67,7 @@ def quantize_per_token(
     taken = set(stored) | {o for graph, _ in graphs(main) for n in graph.node for o in (*n.output, n.name)}
     fresh = unique_namer(taken)
     constants = _constants(main, fresh)
-    done: dict[str, tuple[str, str]] = {}  # weight -> its (codes, scales) initializers
+    done: dict[str, tuple[str, str, str]] = {}  # weight -> its (codes, scales, zero point) initializers
     rewritten = 0
     # a subgraph before the graph that holds it: rewriting a graph's node list copies its nodes, Loop bodies included
     for graph, readable in reversed(list(graphs(main))):
@@ -84,7 +85,7 @@ def quantize_per_token(
                 done[weight] = _store_weight(home, tensor, codes.get(weight), fresh)
             if weight not in sums:
                 sums[weight] = fresh(tensor.name + COLUMN_SUFFIX)
-                prelude += _column_sums(*done[weight], sums[weight], constants, fresh)
+                prelude += _column_sums(*done[weight][:2], sums[weight], constants, fresh)
             if node.input[0] not in rows:
                 quantize, rows[node.input[0]] = _quantize_rows(
                     node.input[0], int(tensor.dims[0]), constants, fresh, fresh(f"per_token/rows{rewritten}")
@@ -125,13 +126,17 @@ def _constants(graph, fresh) -> dict[str, str]:
     return names
 
 
-def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fresh) -> tuple[str, str]:
-    """Add the int8 codes and per-column scales of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
+def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fresh) -> tuple[str, str, str]:
+    """Add the int8 codes, per-column scales and zero point of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
     from onnx import TensorProto, helper, numpy_helper
 
     weight = numpy_helper.to_array(tensor).astype(np.float32)
     codes, scale = given if given is not None else weight_codes(weight)
-    names = (fresh(tensor.name + QUANTIZED_SUFFIX), fresh(tensor.name + SCALE_SUFFIX))
+    names = (
+        fresh(tensor.name + QUANTIZED_SUFFIX),
+        fresh(tensor.name + SCALE_SUFFIX),
+        fresh(tensor.name + ZERO_POINT_SUFFIX),
+    )
     flat = scale.astype(np.float32).reshape(-1)
     graph.initializer.extend(
         [
@@ -139,6 +144,9 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
             # as values, not raw bytes, as ONNX Runtime's quantizer stores scales: the file keeps them inline (the
             # data file gives each raw tensor of 1 KiB or more a 4 KiB page)
             helper.make_tensor(names[1], TensorProto.FLOAT, [flat.size], flat.tolist()),
+            # the weight's own zero point (0): ONNX Runtime's s8-to-u8 rewrite (session.x64quantprecision) reads
+            # input 5 of the node, and 1.29 (the JVM library) aborts on a node without it
+            helper.make_tensor(names[2], TensorProto.INT8, [], [0]),
         ]
     )
     return names
@@ -212,18 +220,18 @@ def _quantize_rows(x: str, width: int, c: dict[str, str], fresh, p: str) -> tupl
 
 
 def _multiply(
-    node, rows: tuple[str, str, str, str], weight: tuple[str, str, str], width: int, c, fresh, p: str
+    node, rows: tuple[str, str, str, str], weight: tuple[str, str, str, str], width: int, c, fresh, p: str
 ) -> list:
     """Nodes that replace MatMul ``node`` with the int8 product of its quantized rows and ``weight``."""
     from onnx import helper
 
     q, s, sz, lead = rows
-    codes, scale, sums = weight
+    codes, scale, zero, sums = weight
     n = {k: f"{p}/{k}" for k in ("width", "acc", "scaled", "offset", "flat", "shape")}
     return [
         helper.make_node(
             "MatMulIntegerToFloat",
-            [q, codes, c["one"], scale, c["zero_u8"]],
+            [q, codes, c["one"], scale, c["zero_u8"], zero],
             [n["acc"]],
             domain=MS_DOMAIN,
             name=fresh(f"{p}/int8"),
