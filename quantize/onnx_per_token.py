@@ -130,8 +130,8 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
     """Add the int8 codes, per-column scales and zero point of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
     from onnx import TensorProto, helper, numpy_helper
 
-    weight = numpy_helper.to_array(tensor).astype(np.float32)
-    codes, scale = given if given is not None else weight_codes(weight)
+    # a tied decoder's codes are given: its fp32 weight (the table's size) is not read at all
+    codes, scale = given if given is not None else weight_codes(numpy_helper.to_array(tensor).astype(np.float32))
     names = (
         fresh(tensor.name + QUANTIZED_SUFFIX),
         fresh(tensor.name + SCALE_SUFFIX),
