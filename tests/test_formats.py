@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from mobile_export import backends
-from mobile_export.backends.base import CONTRACT, Format
+from mobile_export.backends.base import CAPABILITIES, CAPABILITY_PROTOCOLS, CONTRACT, Capability, Format
 from mobile_export.core.choices import Backend
 
 
@@ -29,6 +29,47 @@ def test_format_package_implements_the_contract(backend: Backend):
         want = [p for p in inspect.signature(getattr(Format, name)).parameters if p != "self"]
         got = list(inspect.signature(getattr(module, name)).parameters)
         assert got == want, f"{backend.value}.{name}{tuple(got)} is not the contract's {tuple(want)}"
+
+
+@pytest.mark.parametrize("backend", list(backends.BACKENDS), ids=lambda b: b.value)
+def test_format_package_offers_what_its_entry_declares(backend: Backend):
+    """Both ways: each capability the registry entry declares is in the package, with the protocol's signatures,
+    and a package carries no capability's members its entry does not declare (a stage would never ask for it)."""
+    module = backends.load(backend)
+    declared = backends.get_info(backend).capabilities
+    for capability, members in CAPABILITIES.items():
+        present = [m for m in members if hasattr(module, m)]
+        if capability not in declared:
+            assert present == [], f"{backend.value} has {present} but does not declare {capability.value}"
+            continue
+        assert present == list(members), f"{backend.value} declares {capability.value} but lacks some of {members}"
+        protocol = CAPABILITY_PROTOCOLS[capability]
+        for name in members:
+            if isinstance(getattr(module, name), type):
+                continue
+            want = [p for p in inspect.signature(getattr(protocol, name)).parameters if p != "self"]
+            got = list(inspect.signature(getattr(module, name)).parameters)
+            assert got == want, f"{backend.value}.{name}{tuple(got)} is not {protocol.__name__}'s {tuple(want)}"
+
+
+def test_capabilities_name_each_protocol_member():
+    """Each capability's members are its protocol's functions (a pool: the class itself)."""
+    for capability in Capability:
+        protocol = CAPABILITY_PROTOCOLS[capability]
+        functions = {n for n, v in vars(protocol).items() if not n.startswith("_") and callable(v)}
+        wanted = {protocol.__name__} if capability is Capability.SIMULATOR_POOL else functions
+        assert set(CAPABILITIES[capability]) == wanted, capability
+
+
+def test_registry_asks_for_a_capability_by_entry():
+    """A stage's question to the registry follows the entry: the NPU file's length from its stats, none for the
+    .onnx (dynamic length) even with the same stats."""
+    stats = {"qnn": {"sequence_length": 64}}
+    assert backends.sequence_length(Backend.QNN, stats) == 64
+    assert backends.sequence_length(Backend.ONNX, stats) is None
+    assert backends.host_precision(Backend.EXECUTORCH) is None
+    assert backends.host_precision(Backend.ONNX) is not None
+    assert backends.precompiling(Backend.ONNX) is None and backends.diagnosing(Backend.ONNX) is None
 
 
 def test_contract_lists_every_member_of_the_protocol():

@@ -137,6 +137,60 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path, monkeypatch
         globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
 
 
+# the runtimes' and converters' own libraries: imported only inside a format's package
+RUNTIME_LIBRARIES = {"executorch", "onnx", "onnxruntime", "onnxruntime_qnn", "ai_edge_litert", "ai_edge_quantizer",
+                     "litert_torch", "mediapipe", "tflite_runtime"}
+
+
+def _format_reach() -> list[str]:
+    """Modules outside ``backends/`` that import a format's package (``backends.<format>``) or a runtime's library:
+    a stage must ask the registry for a capability (``backends.base.Capability``) instead."""
+    known = _modules()
+    formats = {m for m in known if m.count(".") == 2 and m.startswith("mobile_export.backends.")
+               and known[m].name == "__init__.py"}
+    found = []
+    for name, path in known.items():
+        if name.startswith("mobile_export.backends"):
+            continue
+        for target in sorted(_imports(name, path, known)):
+            if any(target == f or target.startswith(f + ".") for f in formats):
+                found.append(f"{name} -> {target}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            found += [f"{name} -> {n}" for n in names if n.split(".")[0] in RUNTIME_LIBRARIES]
+    return found
+
+
+def test_only_the_registry_reaches_a_format():
+    """No module outside ``backends/`` imports a format's package or its runtime: a new format is one package plus
+    one registry entry."""
+    assert _format_reach() == []
+
+
+def test_format_reach_check_catches_a_planted_import(tmp_path):
+    """The check above fails on a stage that imports a format's module, and on one that imports a runtime."""
+    fake = tmp_path / "mobile_export"
+    for rel, text in {
+        "__init__.py": "",
+        "backends/__init__.py": "import importlib\n",
+        "backends/npu/__init__.py": "import onnxruntime\n",
+        "backends/npu/ranges.py": "X = 1\n",
+        "exporter/__init__.py": "",
+        "exporter/ok.py": "from .. import backends\n",
+        "exporter/bad.py": "def f():\n    from ..backends.npu.ranges import X\n",
+        "measure/run.py": "import onnxruntime as ort\n",
+    }.items():
+        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
+        (fake / rel).write_text(text)
+    globals()["ROOT"], globals()["PACKAGE"] = tmp_path, fake
+    try:
+        assert sorted(_format_reach()) == ["mobile_export.exporter.bad -> mobile_export.backends.npu.ranges",
+                                           "mobile_export.measure.run -> onnxruntime"]
+    finally:
+        globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
+
+
 def test_every_public_name_says_what_it_is():
     """``mobile_export.__all__``: each name imports and has its own docstring (not one inherited)."""
     import mobile_export

@@ -11,14 +11,21 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from quantize.schemes import XNNPACK_GROUP_MULTIPLE
 
 from ..core.choices import Backend, Quant
 from ..core.errors import ArtifactLoadError, BadInputError, UnsupportedError
 from ..core.socs import SOCS
-from .base import Format
+from .base import (
+    Capability,
+    Diagnosing,
+    FixedLength,
+    Format,
+    HostPrecision,
+    Precompiling,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,7 @@ class BackendInfo:
     file_name: str
     module: str
     runtime: str
+    library: str  # the runtime's distribution, as reports name it (``onnxruntime``)
     runtime_modules: tuple[str, ...]  # import names of the runtime's libraries (memory baselines import them first)
     quants: frozenset[Quant]
     dynamic_batch: bool
@@ -55,6 +63,7 @@ class BackendInfo:
     # its runtime here is a simulator of the device (too slow for every parity text; its time is not the device's)
     simulator: str | None = None
     parity_per_bucket: int | None = None  # a simulated format's parity runs this many texts of each length bucket
+    capabilities: frozenset[Capability] = frozenset()  # what it offers beyond the contract (``base.Capability``)
 
     @property
     def simulated(self) -> bool:
@@ -78,6 +87,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         file_name="model.pte",
         module="mobile_export.backends.executorch",
         runtime="ExecuTorch runtime, XNNPACK delegate",
+        library="executorch",
         runtime_modules=("mobile_export.backends.executorch.runtime_libs",),  # its libraries, not its compiler
         quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=False,
@@ -93,6 +103,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         file_name="model.onnx",
         module="mobile_export.backends.onnx",
         runtime="ONNX Runtime (CPU)",
+        library="onnxruntime",
         runtime_modules=("onnxruntime",),
         quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=True,
@@ -101,12 +112,14 @@ BACKENDS: dict[Backend, BackendInfo] = {
         granularity="token",  # quantize.onnx_per_token: one activation scale per row, as XNNPACK's
         int8_mode=None,
         data_files=("model.onnx.data",),
+        capabilities=frozenset({Capability.HOST_PRECISION}),
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT,
         file_name="model.ort",
         module="mobile_export.backends.ort",
         runtime="ONNX Runtime (CPU), ORT format",
+        library="onnxruntime",
         runtime_modules=("onnxruntime",),
         # not int4: the ORT format of ONNX Runtime 1.32 has no INT4 tensor type (the 4-bit word table)
         quants=frozenset({Quant.INT8, Quant.FP32}),
@@ -117,12 +130,14 @@ BACKENDS: dict[Backend, BackendInfo] = {
         int8_mode=None,
         embeds=False,  # converted from the .onnx before the export embeds its assets
         converted_from=Backend.ONNX,
+        capabilities=frozenset({Capability.HOST_PRECISION}),
     ),
     Backend.QNN: BackendInfo(
         backend=Backend.QNN,
         file_name="model.qnn.onnx",
         module="mobile_export.backends.qnn",
         runtime="ONNX Runtime, QNN execution provider (Hexagon HTP)",
+        library="onnxruntime-qnn",
         runtime_modules=("onnxruntime",),
         quants=frozenset({Quant.INT8}),  # 8-bit weights; activations 16-bit (default) or 8-bit, --qnn-activations
         dynamic_batch=False,
@@ -138,6 +153,9 @@ BACKENDS: dict[Backend, BackendInfo] = {
         simulator="QNN's x86-64 HTP simulator",
         optional_files=tuple(soc.file_name for soc in SOCS.values()),
         parity_per_bucket=8,  # the simulator: about a second per text at 128 tokens on one core
+        capabilities=frozenset(
+            {Capability.DIAGNOSIS, Capability.SIMULATOR_POOL, Capability.PRECOMPILE, Capability.FIXED_LENGTH}
+        ),
     ),
 }
 
@@ -199,6 +217,52 @@ def check_family(backend: Backend, family: str) -> None:
 def load(backend: Backend) -> Format:
     """Import the format's package (and with it its runtime library)."""
     return cast(Format, importlib.import_module(BACKENDS[backend].module))
+
+
+def offers(backend: Backend, capability: Capability) -> bool:
+    """Whether ``backend``'s registry entry declares ``capability`` (known without importing the format)."""
+    return capability in BACKENDS[backend].capabilities
+
+
+def capable(backend: Backend, capability: Capability) -> Any | None:
+    """The format's package as the protocol of ``capability`` (``base.CAPABILITY_PROTOCOLS``), None when the
+    format does not offer it."""
+    return load(backend) if offers(backend, capability) else None
+
+
+def diagnosing(backend: Backend) -> Diagnosing | None:
+    """The format's own diagnosis and ranges repair (``Capability.DIAGNOSIS``), None without one."""
+    return cast(Diagnosing | None, capable(backend, Capability.DIAGNOSIS))
+
+
+def precompiling(backend: Backend) -> Precompiling | None:
+    """The format's compilation for named devices (``Capability.PRECOMPILE``), None without one."""
+    return cast(Precompiling | None, capable(backend, Capability.PRECOMPILE))
+
+
+def host_precision(backend: Backend) -> HostPrecision | None:
+    """The format's host-dependent int8 modes (``Capability.HOST_PRECISION``), None where the runtime has none."""
+    return cast(HostPrecision | None, capable(backend, Capability.HOST_PRECISION))
+
+
+def simulator_pool(backend: Backend) -> type | None:
+    """The class that runs the format's simulator on several processes (``Capability.SIMULATOR_POOL``)."""
+    fmt = capable(backend, Capability.SIMULATOR_POOL)
+    return fmt.Pool if fmt is not None else None
+
+
+def sequence_length(backend: Backend, stats: dict[str, Any]) -> int | None:
+    """The one length an artifact of a fixed-length format runs (read from its lowering's ``stats``); None for a
+    format of dynamic length or stats that do not say."""
+    fmt = cast(FixedLength | None, capable(backend, Capability.FIXED_LENGTH))
+    return fmt.sequence_length(stats) if fmt is not None else None
+
+
+def compiled_for(path: Path) -> dict[str, Any] | None:
+    """The device a precompiled file at ``path`` was compiled for and its compiled part's bytes, None for any
+    other file (``Precompiling.compiled_for``)."""
+    fmt = precompiling(for_path(path))
+    return fmt.compiled_for(path) if fmt is not None else None
 
 
 def artifact_files(path: str | os.PathLike) -> list[Path]:

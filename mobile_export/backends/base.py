@@ -2,13 +2,18 @@
 
 A new format (Core ML, LiteRT, ...) is one package under ``backends/`` whose ``__init__`` provides the
 members of ``Format`` below, plus one ``BackendInfo`` line in the registry (``backends/__init__.py``):
-file name, runtime, quantizations offered, dynamic batch. Everything outside ``backends/`` reaches a
-format only through the registry and this contract; the runtime library is imported only inside the
-format's package.
+file name, runtime, quantizations offered, dynamic batch, and the ``Capability`` set it offers beyond the
+contract (its own diagnosis and repair, a simulator pool, precompiled variants, a fixed length, a host-dependent
+int8 precision), each the members ``CAPABILITIES`` names. Everything outside ``backends/`` reaches a format only
+through the registry, which asks for a capability rather than for a format (``tests/test_layout.py`` fails when
+a module outside ``backends/`` imports a format's package or its runtime); the runtime library is imported only
+inside the format's package.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
@@ -20,6 +25,9 @@ from ..core.signature import ENCODER, Signature
 
 if TYPE_CHECKING:  # a process that only runs artifacts (measurements, the phone) never imports torch
     import torch
+
+    from ..core.host import Host
+    from ..model.reference import Example
 
 
 @dataclass(frozen=True)
@@ -259,3 +267,102 @@ CONTRACT = (
     "embed",
     "embedded",
 )
+
+
+class Capability(enum.Enum):
+    """What a format may offer beyond ``Format``, declared in its registry entry (``BackendInfo.capabilities``)
+    and asked for by the stages through the registry; its package then provides the members ``CAPABILITIES``
+    names (``tests/test_formats.py`` checks both ways)."""
+
+    DIAGNOSIS = "diagnosis"  # its own error diagnosis per tensor, and the ranges repair it drives (``Diagnosing``)
+    SIMULATOR_POOL = "simulator_pool"  # its simulated runtime on several processes side by side (``Pool``)
+    PRECOMPILE = "precompile"  # variants compiled for named devices beside the file (``Precompiling``)
+    FIXED_LENGTH = "fixed_length"  # each file runs one sequence length, which its stats record (``FixedLength``)
+    HOST_PRECISION = "host_precision"  # its runtime's int8 arithmetic depends on the host CPU (``HostPrecision``)
+
+
+class Diagnosing(Protocol):
+    """A statically quantized format's own diagnosis, and the headroom its ranges repair widens activations by."""
+
+    def diagnose(self, path: Path, examples: Sequence[Example], inputs: Sequence[str]) -> dict[str, Any] | None:
+        """Where the freshly lowered file at ``path`` loses accuracy, per tensor and by layer, on ``examples``
+        (report.json's ``diagnosis.npu`` entry); None when the lowering left nothing to compare against."""
+        ...
+
+    def ranges_headroom(self) -> dict[str, float]:
+        """The factor the ranges repair widens a clipped activation's range by, per activation precision."""
+        ...
+
+
+class Pool(Protocol):
+    """A simulated runtime on several processes (``Pool(path, processes)``): texts submitted side by side, their
+    outputs taken back in order."""
+
+    took: float  # the last text's time in its simulator (not the device's)
+    length: int  # the sequence length the file runs
+
+    def submit(self, feeds: dict[str, np.ndarray]) -> None:
+        """Queue one text (batch 1)."""
+        ...
+
+    def result(self) -> list[np.ndarray]:
+        """The outputs of the oldest submitted text, as ``Runner.run`` gives them."""
+        ...
+
+    def close(self) -> None:
+        """End the processes."""
+        ...
+
+
+class Precompiling(Protocol):
+    """A format compiled ahead of time for named devices (``--soc``)."""
+
+    def precompile(self, path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
+        """Each device of ``socs`` its compiled file beside ``path``, checked on ``feeds``; the manifest's entries."""
+        ...
+
+    def compiled_for(self, path: Path) -> dict[str, Any] | None:
+        """A compiled file's device and the bytes of its compiled part (``{"soc", "context_bytes"}``), None for a
+        file that is not one."""
+        ...
+
+
+class FixedLength(Protocol):
+    """A format whose files each run one sequence length."""
+
+    def sequence_length(self, stats: ExportStats | dict[str, Any]) -> int | None:
+        """The length an artifact lowered with ``stats`` runs, None where they do not record it."""
+        ...
+
+
+class HostPrecision(Protocol):
+    """A format whose runtime sums int8 products differently by host CPU; its ``Runner`` takes ``precision`` (one of
+    ``precision_modes``)."""
+
+    def precision_modes(self, host: Host | None = None) -> tuple[str, ...]:
+        """The int8 modes worth measuring on ``host`` (default: this one), the one its sessions use first."""
+        ...
+
+    def describe_precision(self, mode: str | None = None, host: Host | None = None) -> str:
+        """One line for reports: ``mode`` (default: the sessions') and what it means on ``host``."""
+        ...
+
+    def phone_precision(self) -> str:
+        """The mode a phone's runtime computes in (memory measured as the app holds the file)."""
+        ...
+
+
+CAPABILITIES: dict[Capability, tuple[str, ...]] = {
+    Capability.DIAGNOSIS: ("diagnose", "ranges_headroom"),
+    Capability.SIMULATOR_POOL: ("Pool",),
+    Capability.PRECOMPILE: ("precompile", "compiled_for"),
+    Capability.FIXED_LENGTH: ("sequence_length",),
+    Capability.HOST_PRECISION: ("precision_modes", "describe_precision", "phone_precision"),
+}
+CAPABILITY_PROTOCOLS: dict[Capability, type] = {
+    Capability.DIAGNOSIS: Diagnosing,
+    Capability.SIMULATOR_POOL: Pool,
+    Capability.PRECOMPILE: Precompiling,
+    Capability.FIXED_LENGTH: FixedLength,
+    Capability.HOST_PRECISION: HostPrecision,
+}

@@ -163,15 +163,15 @@ def diagnosis_json(diagnosis: Diagnosis | None, npu: list[dict]) -> dict | None:
 
 
 def diagnose_npu(run: ExportRun, lowered: list[Lowered]) -> list[dict]:
-    """Where each statically quantized file's error comes from, per tensor and by layer (``qnn.diagnosis``)."""
-    from ..backends.qnn.diagnosis import diagnose_qdq, reference_path
-
+    """Where each file of a format with its own diagnosis (``Capability.DIAGNOSIS``: the statically quantized NPU
+    file) loses accuracy, per tensor and by layer."""
     found = []
     for x in lowered:
-        reference = reference_path(x.path)
-        if not backends.get_info(x.backend).calibrated or not reference.exists() or not run.sample:
+        fmt = backends.diagnosing(x.backend)
+        if fmt is None or not run.sample:
             continue
-        with run.progress.step(f"{x.path.name}: diagnosis per tensor on {len(run.sample)} texts (QDQ vs float)"):
-            inputs = run.loaded.family.signature.inputs
-            found.append(diagnose_qdq(x.path, reference, run.sample, inputs).to_json())
+        with run.progress.step(f"{x.path.name}: diagnosis per tensor on {len(run.sample)} texts"):
+            done = fmt.diagnose(x.path, run.sample, run.loaded.family.signature.inputs)
+        if done is not None:
+            found.append(done)
     return found

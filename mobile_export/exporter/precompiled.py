@@ -1,5 +1,5 @@
 """The export's stage that precompiles a checked, embedded file for named devices (``--soc``: the NPU file's
-EPContext models), through its format's ``precompile``; each one is checked by it before it is kept."""
+EPContext models), through its format's ``Capability.PRECOMPILE``; each one is checked by it before it is kept."""
 
 from __future__ import annotations
 
@@ -32,13 +32,12 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
     if not run.options.soc:
         return written
     for r in checked.results:
-        fmt = backends.load(r.backend)
-        precompile = getattr(fmt, "precompile", None)  # base.Format: only the NPU file's format has it
-        if precompile is None:
+        fmt = backends.precompiling(r.backend)
+        if fmt is None:
             continue
-        length = int((r.stats.get("qnn") or {}).get("sequence_length") or run.max_len)
-        with run.progress.step(f"precompiling {r.file} for {run.options.soc} (QNN, checked on each SoC's simulator)"):
-            entries = precompile(run.staging / r.file, run.options.soc, _feeds(checked.tally.golden, length))
+        length = backends.sequence_length(r.backend, dict(r.stats)) or run.max_len
+        with run.progress.step(f"precompiling {r.file} for {run.options.soc} (checked on each SoC's simulator)"):
+            entries = fmt.precompile(run.staging / r.file, run.options.soc, _feeds(checked.tally.golden, length))
         carried = (r.stats.get("embedded") or {}).get("identity")
         for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)
             if carried:

@@ -25,7 +25,7 @@ def _child(
     kind: str, path: str, threads: int, seqs: list[int], runs: int, warmup: int, vocab: int, precision: str = ""
 ) -> dict:
     """One (artifact, threads) measurement; runs in a fresh process (``python -m mobile_export.measure.bench``).
-    ``precision``: ONNX Runtime's int8 mode (``backends.onnx.precision.Precision`` value) for .onnx/.ort."""
+    ``precision``: the int8 mode of a format whose runtime's depends on the host (``base.HostPrecision``)."""
     import time
 
     import torch
@@ -83,10 +83,8 @@ def _runner(kind: str, module: Any, path: str, threads: int, precision: str) -> 
 
         return EagerRunner(load_checkpoint(path)), True
     options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
-    if precision:
-        from ..backends.onnx.precision import Precision
-
-        options["precision"] = Precision(precision)
+    if precision:  # a format with host-dependent int8 modes (``base.HostPrecision``)
+        options["precision"] = precision
     return module.Runner(Path(path), threads=threads, **options), backends.get_info(Backend(kind)).dynamic_batch
 
 
@@ -142,13 +140,15 @@ def _throughput(runner: Any, seq: int, vocab: int, dynamic_batch: bool, rng: np.
 
 def machine() -> dict:
     """The benchmarking machine: CPU, its int8 features, ONNX Runtime's precision mode there."""
-    from ..backends.onnx.precision import precision_for
+    from .. import backends
+    from ..core.choices import Backend
     from ..core.host import this_host
 
     host = this_host()
+    onnx = backends.host_precision(Backend.ONNX)
     return {
         **host.describe(),
-        "onnxruntime_precision": precision_for(host).describe(host),
+        "onnxruntime_precision": onnx.describe_precision(None, host) if onnx is not None else None,
         "logical_cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -193,7 +193,6 @@ def bench(
     ONNX Runtime artifact in this host's precision mode and, where the host also has the saturating
     u8s8 kernel, in that one too (row ``precision``)."""
     from .. import backends
-    from ..backends.onnx.precision import Precision, precision_for
     from ..core.choices import Backend
 
     targets = []
@@ -212,17 +211,16 @@ def bench(
             from ..model.loading import read_config_dict, resolve_folder
 
             vocab = int(read_config_dict(resolve_folder(checkpoint)).get("vocab_size", 100))
-    mode = precision_for()
-    modes: list[Precision | None] = [mode, Precision.NATIVE] if mode is Precision.EXACT else [mode]
     rows = []
     for kind, path, name in targets:
-        onnx_kind = kind in (Backend.ONNX.value, Backend.ORT.value)
-        for m in modes if onnx_kind else [None]:  # the eager model and a .pte have no such mode
-            shown = f"{name} [{m.value}]" if m and len(modes) > 1 else name
+        fmt = backends.host_precision(Backend(kind)) if kind != "torch" else None
+        modes = fmt.precision_modes() if fmt is not None else ("",)  # the eager model and a .pte have none
+        for m in modes:
+            shown = f"{name} [{m}]" if m and len(modes) > 1 else name
             for t in threads:
                 say(f"bench {shown} threads={t} ...")
-                r = measure(kind, path, t, seq_lens, vocab, runs, precision=m.value if m else "")
-                mode_of = {"precision": m.value} if m else {}
+                r = measure(kind, path, t, seq_lens, vocab, runs, precision=m)
+                mode_of = {"precision": m} if m else {}
                 rows.append({"name": shown, "kind": kind, "path": path, "threads": t, **mode_of, **r})
     for row in rows:  # speed-up over eager at the same thread count and length
         ref = next((r for r in rows if r["kind"] == "torch" and r["threads"] == row["threads"]), None)

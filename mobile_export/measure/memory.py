@@ -83,15 +83,17 @@ def _child(path: Path, backend: str, seq: int) -> dict:
 
     from .child import import_runtime
 
+    from .. import backends
+    from ..core.choices import Backend
+
     module = import_runtime(backend)
     options: dict = {}
-    if backend in ("onnx", "ort"):
+    fmt = backends.host_precision(Backend(backend))
+    if fmt is not None:
         # RAM of the file as the app runs it: the in-memory u8 copy of the Loop body's weights that keeps an x86
-        # CPU without VNNI from saturating (backends.onnx.precision) is a checking-host aid a phone does not
+        # CPU without VNNI from saturating (the .onnx's precision modes) is a checking-host aid a phone does not
         # hold (albert-base: +21 MiB)
-        from ..backends.onnx.precision import Precision
-
-        options["precision"] = Precision.NATIVE
+        options["precision"] = fmt.phone_precision()
     reset_peak()
     base_kib = status_kib("VmRSS")
     base = resident_kib(path)

@@ -336,26 +336,17 @@ def precompiled_sizes(entry: SizeEntry, compiled: Sequence[dict[str, Any]]) -> l
     ]
 
 
-def compiled_entry(path: Path, soc: str) -> SizeEntry:
-    """A file precompiled for ``soc`` (``--soc``): its bytes and its context binary's; the weights are inside the
-    binary, so the breakdown and the sharing are the QDQ model's it was compiled from."""
-    import onnx
-
+def compiled_entry(path: Path, soc: str, context_bytes: int) -> SizeEntry:
+    """A file precompiled for ``soc`` (``--soc``): its bytes and its compiled part's (``context_bytes``, from its
+    format: ``Precompiling.compiled_for``); the weights are inside that part, so the breakdown and the sharing are
+    those of the model it was compiled from."""
     data = path.read_bytes()
-    model = onnx.load_from_string(data)
-    context = sum(
-        len(a.s)
-        for n in model.graph.node
-        if n.op_type == "EPContext"
-        for a in n.attribute
-        if a.name == "ep_cache_context"
-    )
     return {
         "file": path.name,
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
         "compiled_for": soc,
-        "context_bytes": context,
+        "context_bytes": context_bytes,
         "distinct_blobs": 0,
         "blobs": 0,
     }
@@ -377,9 +368,9 @@ def format_entry(e: SizeEntry) -> str:
         return "\n".join(
             lines
             + [
-                f"  precompiled for {e['compiled_for']}: QNN's context binary {_mb(e.get('context_bytes', 0))} "
-                "holds the weights; the breakdown, the sharing and the RAM are those of the QDQ model it was "
-                "compiled from (size model.qnn.onnx)"
+                f"  precompiled for {e['compiled_for']}: its compiled part {_mb(e.get('context_bytes', 0))} "
+                "holds the weights; the breakdown, the sharing and the RAM are those of the model it was "
+                "compiled from (size that file)"
             ]
         )
     groups = e.get("groups")

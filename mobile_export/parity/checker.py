@@ -206,7 +206,7 @@ def _load_runner(check: ArtifactCheck, threads: int | None, simulators: int):
     """The artifact's runtime; a simulated one on ``simulators`` processes side by side when more than one."""
     info = backends.get_info(check.backend)
     module = backends.load(check.backend)
-    pool = getattr(module, "Pool", None) if info.simulated and simulators > 1 else None  # base.Format: simulated only
+    pool = backends.simulator_pool(check.backend) if simulators > 1 else None
     try:
         return pool(check.path, simulators) if pool is not None else module.Runner(check.path, threads)
     except Exception as exc:

@@ -45,14 +45,15 @@ def versions() -> dict[str, str | None]:
 def checking_host() -> dict:
     """The machine that ran the artifacts: CPU, int8 features, and each runtime's int8 mode there."""
     from .. import backends
-    from ..backends.onnx.precision import precision_for
-    from ..core.choices import Backend
     from ..core.host import this_host
 
     host = this_host()
-    onnxruntime = precision_for(host).describe(host)
-    executorch = backends.get_info(Backend.EXECUTORCH).int8_mode
-    return {**host.describe(), "precision": {"onnxruntime": onnxruntime, "executorch": executorch}}
+    precision: dict[str, str | None] = {}
+    for b, info in backends.BACKENDS.items():  # one line per runtime on this CPU: its int8 mode here
+        fmt = backends.host_precision(b)
+        if info.library not in precision and not info.simulated:
+            precision[info.library] = fmt.describe_precision(None, host) if fmt is not None else info.int8_mode
+    return {**host.describe(), "precision": precision}
 
 
 def build_report(

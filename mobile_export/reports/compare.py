@@ -58,7 +58,7 @@ def compare(
         vocab = int(config.get("vocab_size") or 100)
         for a in record.artifacts:
             backend, path = backends.open_artifact(folder / a.file)
-            longest = int((a.result.stats.get("qnn") or {}).get("sequence_length") or max_len)  # a fixed-length file
+            longest = backends.sequence_length(backend, dict(a.result.stats)) or max_len  # a fixed-length file
             row: dict[str, Any] = {
                 "export": folder.name,
                 "file": a.file,

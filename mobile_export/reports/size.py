@@ -86,9 +86,9 @@ def size_report(
     entries = []
     for name in artifacts:
         _, path = backends.open_artifact(name)  # checked before any runtime sees it
-        soc = _compiled_for(path)
-        if soc is not None:
-            entry = compiled_entry(path, soc)
+        made_for = backends.compiled_for(path)
+        if made_for is not None:
+            entry = compiled_entry(path, made_for["soc"], int(made_for["context_bytes"]))
             entry["budgets"] = [budget_verdict(entry["bytes"], entry["deflate_bytes"], b) for b in resolved]
             entries.append(entry)
             continue
@@ -102,18 +102,6 @@ def size_report(
             entry["precompiled"] = precompiled_sizes(entry, compiled)
         entries.append(entry)
     return entries
-
-
-def _compiled_for(path: Path) -> str | None:
-    """The SoC a .qnn.onnx was precompiled for (``--soc``), None for any other file."""
-    if not path.name.endswith(".qnn.onnx"):
-        return None
-    import onnx
-
-    from ..backends.qnn.metadata import facts
-
-    soc = facts(onnx.load(str(path), load_external_data=False)).get("compiled_for")
-    return str(soc) if soc else None
 
 
 def _precompiled_beside(path: Path) -> list[dict]:

@@ -1,9 +1,9 @@
 """ONNX (opset 18) for ONNX Runtime: the format's side of the contract in ``..base``.
 
-Export (``lowering``: the torch exporter, the shared layer as a Loop body, int8 dynamic / int4 block-wise
-weights), the file's layout (``layout``: page-aligned external data), what a file holds
-(``inspection``), whether a user's file is sound (``validation``) and running it (``runner``).
-onnxruntime is imported only here.
+Export (``lowering``: the torch exporter, the shared layer as a Loop body, int8 per-token / int4 block-wise
+weights), the host's int8 modes (``precision``: ``base.HostPrecision``), the file's layout (``layout``:
+page-aligned external data), what a file holds (``inspection``), whether a user's file is sound (``validation``)
+and running it (``runner``). onnxruntime is imported only here.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, me
 from .layout import DATA_SUFFIX, blobs, files
 from .lowering import OPSET, export
 from .options import OnnxOptions as Options
+from .precision import describe_precision, phone_precision, precision_modes
 from .runner import Runner, depth_runner
 from .validation import check, check_interface
 
@@ -27,6 +28,7 @@ __all__ = [
     "check",
     "check_interface",
     "coverage",
+    "describe_precision",
     "embed",
     "embedded",
     "depth_runner",
@@ -35,6 +37,8 @@ __all__ = [
     "int4_group_size",
     "matmul_coverage",
     "memory_sharing",
+    "phone_precision",
+    "precision_modes",
     "quant_of",
     "runtime_version",
     "stored_quant",

@@ -68,6 +68,23 @@ def precision_for(host: Host | None = None) -> Precision:
     return Precision.EXACT if saturates(host or this_host()) else Precision.NATIVE
 
 
+def precision_modes(host: Host | None = None) -> tuple[str, ...]:
+    """The modes worth measuring on ``host``: the sessions' first, then the saturating kernel it avoids."""
+    mode = precision_for(host)
+    return (mode.value, Precision.NATIVE.value) if mode is Precision.EXACT else (mode.value,)
+
+
+def describe_precision(mode: str | None = None, host: Host | None = None) -> str:
+    """One line for reports: ``mode`` (default: the sessions' on ``host``) and what it means there."""
+    host = host or this_host()
+    return (Precision(mode) if mode else precision_for(host)).describe(host)
+
+
+def phone_precision() -> str:
+    """A phone's mode: ARM64's int8 kernels sum into 32 bits, the file's s8 weights as they are."""
+    return Precision.NATIVE.value
+
+
 def _weight_uses(model, everywhere: bool) -> list:
     """(node, initializers it can read) for the int8-weight nodes whose weight is an int8 initializer read
     from the main graph by a subgraph (what ONNX Runtime's option leaves), or anywhere with ``everywhere``."""

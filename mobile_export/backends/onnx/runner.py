@@ -14,10 +14,11 @@ DEPTH_OUTPUT = "diagnosis/hidden_by_depth"  # the Loop's scan output a depth pro
 
 class Runner:
     """An .onnx loaded in an ONNX Runtime InferenceSession on the CPU, in the host's precision mode
-    (``precision``: the non-saturating one wherever the host's u8s8 kernel saturates)."""
+    (``precision``: a ``Precision`` or its value; default the non-saturating one wherever the host's u8s8 kernel
+    saturates)."""
 
-    def __init__(self, path: Path, threads: int | None = None, precision: Precision | None = None) -> None:
-        self.precision = precision or precision_for()
+    def __init__(self, path: Path, threads: int | None = None, precision: Precision | str | None = None) -> None:
+        self.precision = Precision(precision) if precision else precision_for()
         self.session = session(Path(path), threads, self.precision)
         self.input_names = [i.name for i in self.session.get_inputs()]
 

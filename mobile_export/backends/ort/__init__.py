@@ -33,6 +33,10 @@ def files(path: Path) -> list[Path]:
 
 
 usage = onnx_backend.usage
+# ONNX Runtime's int8 modes by host (``base.HostPrecision``): the .onnx's
+precision_modes = onnx_backend.precision_modes
+describe_precision = onnx_backend.describe_precision
+phone_precision = onnx_backend.phone_precision
 
 
 def embed(path: Path, values: dict[str, str]) -> None:

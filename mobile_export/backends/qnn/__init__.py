@@ -7,7 +7,9 @@ imported only here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..onnx.embedding import embed, embedded
 from .convention import usage
@@ -16,9 +18,13 @@ from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored
 from .lowering import export
 from .options import QnnOptions as Options
 from .pool import Pool
-from .precompile import precompile
+from .precompile import compiled_for, precompile
+from .ranges import REPAIRED
 from .runner import Runner
 from .validation import check
+
+if TYPE_CHECKING:  # the runners load without torch
+    from ...model.reference import Example
 
 __all__ = [
     "Options",
@@ -26,8 +32,10 @@ __all__ = [
     "Runner",
     "blobs",
     "check",
+    "compiled_for",
     "coverage",
     "depth_runner",
+    "diagnose",
     "embed",
     "embedded",
     "export",
@@ -35,7 +43,9 @@ __all__ = [
     "int4_group_size",
     "memory_sharing",
     "precompile",
+    "ranges_headroom",
     "runtime_version",
+    "sequence_length",
     "stored_quant",
     "usage",
 ]
@@ -49,3 +59,25 @@ def files(path: Path) -> list[Path]:
 def depth_runner(path: Path) -> None:
     """None: the HTP runs the unrolled graph as one QNN graph; no depth's state is handed out."""
     return None
+
+
+def sequence_length(stats: dict[str, Any]) -> int | None:
+    """The one length the file runs, as its lowering recorded it (``base.FixedLength``)."""
+    length = (stats.get("qnn") or {}).get("sequence_length")
+    return int(length) if length else None
+
+
+def diagnose(path: Path, examples: Sequence[Example], inputs: Sequence[str]) -> dict[str, Any] | None:
+    """The freshly lowered file against the float model its lowering quantized and left beside it, per tensor
+    (``diagnosis``); None when that model is not there (``base.Diagnosing``)."""
+    from .diagnosis import diagnose_qdq, reference_path
+
+    reference = reference_path(path)
+    if not reference.exists() or not examples:
+        return None
+    return diagnose_qdq(path, reference, examples, inputs).to_json()
+
+
+def ranges_headroom() -> dict[str, float]:
+    """The ranges repair's factor for a clipped activation, per activation precision (``ranges.REPAIRED``)."""
+    return {f"uint{bits}": factor for bits, factor in REPAIRED.items()}

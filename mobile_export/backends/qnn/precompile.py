@@ -15,7 +15,7 @@ from ...core.errors import ExportFailedError
 from ...core.socs import Soc, parse_socs
 from ...core.fsutil import write_bytes
 from . import htp
-from .metadata import META_KEY
+from .metadata import META_KEY, facts
 from .runner import Runner
 
 
@@ -74,3 +74,22 @@ def precompile(path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) ->
             }
         )
     return entries
+
+
+def compiled_for(path: Path) -> dict | None:
+    """A precompiled file's SoC and the bytes of its context binary (the weights are inside it), None for a file
+    not compiled (the QDQ model itself) (``base.Precompiling``)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    soc = facts(model).get("compiled_for")
+    if not soc:
+        return None
+    context = sum(
+        len(a.s)
+        for n in model.graph.node
+        if n.op_type == "EPContext"
+        for a in n.attribute
+        if a.name == "ep_cache_context"
+    )
+    return {"soc": str(soc), "context_bytes": context}

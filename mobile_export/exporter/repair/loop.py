@@ -143,16 +143,15 @@ def _lower_again(run: ExportRun, state: Repaired, redo: dict[Backend, tuple[str,
 
 def _ranges(static: list[ArtifactResult], npu: list[dict]) -> tuple[Attempt, dict[Backend, tuple[str, ...]]]:
     """The ranges attempt: each refused statically quantized file's activations its diagnosis found clipped, to
-    be calibrated again with ``REPAIRED`` headroom."""
-    from ...backends.qnn.ranges import REPAIRED
-
+    be calibrated again with its format's wider headroom (``Diagnosing.ranges_headroom``)."""
     clipped = {d["file"]: tuple(d.get("clipped", ())) for d in npu}
-    widen = {r.backend: clipped[r.file] for r in static if clipped.get(r.file)}
+    formats = {r.backend: backends.diagnosing(r.backend) for r in static}
+    widen = {r.backend: clipped[r.file] for r in static if clipped.get(r.file) and formats[r.backend] is not None}
     changes = [
         {
             "artifacts": [r.file],
             "tensors": list(widen[r.backend]),
-            "headroom": {f"uint{b}": f for b, f in REPAIRED.items()},
+            "headroom": formats[r.backend].ranges_headroom(),  # type: ignore[union-attr]  # in widen: not None
         }
         for r in static
         if r.backend in widen

@@ -36,18 +36,17 @@ def main() -> int:
 
                 value = cpu_features()
             elif op == "versions":
+                import importlib
                 from importlib.metadata import version
 
-                import onnxruntime
+                from ... import backends
 
-                from ...backends.executorch import runtime_libs  # noqa: F401  the imports the runners make
-
-                value = {
-                    "executorch": version("executorch"),
-                    "onnxruntime": onnxruntime.__version__,
-                    "torch": version("torch").split("+")[0],
-                    "machine": os.uname().machine,
-                }
+                value = {"torch": version("torch").split("+")[0], "machine": os.uname().machine}
+                for info in backends.BACKENDS.values():  # the CPU formats' runtimes: the imports the runners make
+                    if not info.simulated:
+                        for name in info.runtime_modules:
+                            importlib.import_module(name)
+                        value[info.library] = backends.load(info.backend).runtime_version()
             else:
                 raise ValueError(f"unknown request {op!r}")
             write_message(replies, ("ok", value))
