@@ -37,7 +37,7 @@ def test_qnn_file_runs_every_node_on_the_htp_and_keeps_the_shared_layer_once(tin
     model = onnx.load(str(path))
     recorded = facts(model)
     assert recorded["sequence_length"] == 128 and recorded["activations"] == "uint16"  # the default fixed length
-    assert recorded["word_table"] == "uint8 per tensor" and recorded["mask"] == -100.0
+    assert recorded["word_table"] == "uint8, a uint16 scale per row" and recorded["mask"] == -100.0
     assert recorded["calibration_texts"] == 64
     for value in model.graph.input:  # one fixed shape: [1, 128]
         assert [d.dim_value for d in value.type.tensor_type.shape.dim] == [1, 128]

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..base import ExportStats, Plan
 from .diagnosis import reference_path
+from .table import row_scaled
 from .htp import MASKED
 from .metadata import META_KEY
 from .ranges import HEADROOM, REPAIRED, quantize_with_headroom, tied
@@ -87,13 +88,17 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             example = example_inputs(1, plan.max_len, plan.vocab_size)[: len(inputs)]
             model: Any = _exported(module, example, None, inputs, outputs).model_proto
             deduplicated = dedupe_initializers(model)  # one weight per shared layer, no per-layer Transpose
-            onnx.save(model, str(fp32))
             per_token = _per_token_outputs(module, plan)
-        act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
-        # the word table at 8 bits, one scale (the HTP's Gather takes no per-row scales), as the CPU files store
-        # it at 8 bits; else at the activations' precision (QNN's default: the table is the Gather's data)
-        table = _word_table(model) if plan.int8_table else None
-        overrides = {table: [{"quant_type": QuantType.QUInt8}]} if table else None
+            act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
+            # the word table at 8 bits, as the CPU files store it; at 16-bit activations its rows rescaled by a
+            # 16-bit scale each (``table``: the HTP's Gather takes one scale; w8a8 holds no 16-bit tensor); else at
+            # the activations' precision (QNN's default: the table is the Gather's data)
+            table = _word_table(model) if plan.int8_table else None
+            overrides: dict | None = {table: [{"quant_type": QuantType.QUInt8}]} if table else None
+            per_row = bool(table) and bits == 16
+            if overrides is not None and table and per_row:
+                overrides[row_scaled(model, table)] = [{"quant_type": QuantType.QUInt16}]
+            onnx.save(model, str(fp32))
         table_bits = 8 if table else bits
         with progress.step(f"qnn: static w8a{bits} quantization on {len(plan.calibration)} texts (ONNX Runtime)"):
             source = pre if qnn_preprocess_model(str(fp32), str(pre)) else fp32
@@ -117,7 +122,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "sequence_length": plan.max_len,
         "activations": f"uint{bits}",
         "weights": "uint8 per channel",
-        "word_table": f"uint{table_bits} per tensor",
+        "word_table": "uint8, a uint16 scale per row" if per_row else f"uint{table_bits} per tensor",
         "mask": MASKED,
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "calibration_texts": len(plan.calibration),
