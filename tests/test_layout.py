@@ -8,7 +8,9 @@ README's "Where things are" lists the subpackages in, bottom first.
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
+from collections.abc import Iterator
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -108,23 +110,39 @@ def test_subpackages_import_only_downward_in_the_readme_order():
     assert upward == [], f"imports that run upward against the README's order: {upward}"
 
 
-def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path, monkeypatch):
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    """A fake ``mobile_export`` package under ``root``: ``files`` (path -> text), each folder with an ``__init__``."""
+    fake = root / "mobile_export"
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = fake / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        for folder in path.relative_to(fake).parents:
+            init = fake / folder / "__init__.py"
+            if not init.exists():
+                init.write_text("")
+    return fake
+
+
+@contextlib.contextmanager
+def _planted(root: Path) -> Iterator[None]:
+    """The checks of this file read the fake package under ``root`` while inside."""
+    globals()["ROOT"], globals()["PACKAGE"] = root, root / "mobile_export"
+    try:
+        yield
+    finally:
+        globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
+
+
+def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path):
     """The checks above fail on a planted cycle and on a planted upward import."""
-    fake = tmp_path / "mobile_export"
-    for rel, text in {
-        "__init__.py": "",
-        "core/__init__.py": "",
+    fake = _plant(tmp_path, {
         "core/a.py": "from . import b\n",
         "core/b.py": "def f():\n    from .a import x\n",
-        "model/__init__.py": "",
         "model/m.py": "from ..core.a import y\n",
-    }.items():
-        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
-        (fake / rel).write_text(text)
+    })
     (tmp_path / "README.md").write_text("## Where things are\n\n| `model/` | m |\n| `core/` | c |\n")
-    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path, raising=False)
-    globals()["ROOT"], globals()["PACKAGE"] = tmp_path, fake
-    try:
+    with _planted(tmp_path):
         with pytest.raises(pytest.fail.Exception, match="import cycle"):
             test_no_module_imports_in_a_cycle()
         (fake / "core/b.py").write_text("x = 1\n")
@@ -133,8 +151,6 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path, monkeypatch
             test_subpackages_import_only_downward_in_the_readme_order()
         (tmp_path / "README.md").write_text("## Where things are\n\n| `core/` | c |\n| `model/` | m |\n")
         test_subpackages_import_only_downward_in_the_readme_order()
-    finally:
-        globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
 
 
 # the runtimes' and converters' own libraries: imported only inside a format's package
@@ -170,25 +186,17 @@ def test_only_the_registry_reaches_a_format():
 
 def test_format_reach_check_catches_a_planted_import(tmp_path):
     """The check above fails on a stage that imports a format's module, and on one that imports a runtime."""
-    fake = tmp_path / "mobile_export"
-    for rel, text in {
-        "__init__.py": "",
+    _plant(tmp_path, {
         "backends/__init__.py": "import importlib\n",
         "backends/npu/__init__.py": "import onnxruntime\n",
         "backends/npu/ranges.py": "X = 1\n",
-        "exporter/__init__.py": "",
         "exporter/ok.py": "from .. import backends\n",
         "exporter/bad.py": "def f():\n    from ..backends.npu.ranges import X\n",
         "measure/run.py": "import onnxruntime as ort\n",
-    }.items():
-        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
-        (fake / rel).write_text(text)
-    globals()["ROOT"], globals()["PACKAGE"] = tmp_path, fake
-    try:
+    })
+    with _planted(tmp_path):
         assert sorted(_format_reach()) == ["mobile_export.exporter.bad -> mobile_export.backends.npu.ranges",
                                            "mobile_export.measure.run -> onnxruntime"]
-    finally:
-        globals()["ROOT"], globals()["PACKAGE"] = Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "mobile_export"
 
 
 def test_every_public_name_says_what_it_is():
