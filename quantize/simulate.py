@@ -15,6 +15,8 @@ from typing import cast
 
 import torch
 
+from .smooth import matmul_input, module_input
+
 GRANULARITIES = ("tensor", "token")
 
 
@@ -71,9 +73,11 @@ def quantized(
                 if cache is not None:
                     cache[name] = weight
             linear.weight.data = weight
-            handles.append(
-                linear.register_forward_pre_hook(lambda _m, args: (fake_quant_activation(args[0], granularity, valid),))
-            )
+
+            def hook(m: torch.nn.Module, args: tuple) -> tuple:  # a smoothed Linear's matmul reads its scaled input
+                return (module_input(m, fake_quant_activation(matmul_input(m, args[0]), granularity, valid)),)
+
+            handles.append(linear.register_forward_pre_hook(hook))
         yield
     finally:
         for h in handles:

@@ -8,12 +8,16 @@ the embeddings LayerNorm (its scale and shift) before the projection to the hidd
 value projection (its output rows) before the attention output (the attention mix is linear in the values,
 per channel). The shared layer runs at every depth with the same weights, so its scale vector comes from
 the input ranges over every depth at once. Other inputs (query/key/value and the FFN read LayerNorm outputs
-that also feed the residual stream; the FFN output reads a GELU) have no exact fold.
+that also feed the residual stream; the FFN output reads a GELU) have no exact fold: there the Linear itself
+divides its input by the scales before its matmul (``SmoothedLinear``: one elementwise Mul and 4 bytes per input
+channel in the artifact, the same function in fp32), and Linears that read one tensor (query, key and value) share
+one scale vector, so their Muls are one node in the .onnx (the exporter's optimizer merges equal ones) and
+their input one quantization.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,14 +26,41 @@ import torch
 ALPHA = 0.5  # SmoothQuant's migration strength: the range split evenly between activation and weight
 
 
+INPUT_SCALE = "input scale"  # a Fold's producer when the consumers divide their own input (``SmoothedLinear``)
+
+
 @dataclass(frozen=True)
 class Fold:
-    """One producer -> consumer pair rescaled: its largest scale and how many channels moved."""
+    """One producer -> consumer pair rescaled: its largest scale and how many channels moved; a fold into the
+    producer stores nothing, an input scale (``producer == INPUT_SCALE``, ``consumer`` the Linears that read one
+    tensor, comma-separated) stores its scale vector."""
 
     producer: str
     consumer: str
     largest_scale: float
     channels: int  # channels whose scale is not 1
+    stored_bytes: int = 0  # what the artifact gains: 4 bytes per input channel for an input scale
+
+
+class SmoothedLinear(torch.nn.Linear):
+    """A Linear that multiplies its input by ``input_scale`` (1 / s per channel) before its matmul, its weight's
+    columns having been multiplied by s: the fp32 function unchanged, the input's outlier channels moved into the
+    weight. Exported as an elementwise Mul before the MatMul; quantizers see the Mul's output."""
+
+    input_scale: torch.Tensor
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return super().forward(input * self.input_scale)
+
+
+def matmul_input(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """What ``module``'s matmul reads when it is called with ``x`` (a forward pre-hook's view of a Linear)."""
+    return x * module.input_scale if isinstance(module, SmoothedLinear) else x
+
+
+def module_input(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The call input whose matmul input is ``x`` (``matmul_input`` undone: a pre-hook that edits the matmul's)."""
+    return x / module.input_scale if isinstance(module, SmoothedLinear) else x
 
 
 # (the producer's name ends with, that ending, what replaces it in the consumer's name) for every encoder family:
@@ -97,3 +128,18 @@ def smooth(
         fold(model, producer, consumer, scales)
         done.append(Fold(producer, consumer, float(scales.max()), int((scales != 1).sum())))
     return done
+
+
+@torch.no_grad()
+def give_input_scales(model: torch.nn.Module, group: Sequence[str], scales: torch.Tensor) -> Fold:
+    """Make the Linears ``group`` of ``model`` (readers of one tensor) divide their input by ``scales`` before their
+    matmul (``SmoothedLinear``), their weights' columns multiplied by them: the fp32 function unchanged."""
+    for name in group:
+        m = cast(torch.nn.Linear, model.get_submodule(name))
+        m.weight.mul_(scales[None, :])
+        if isinstance(m, SmoothedLinear):
+            m.input_scale.div_(scales)
+        else:
+            m.__class__ = SmoothedLinear
+            m.register_buffer("input_scale", (1.0 / scales).to(m.weight.dtype))
+    return Fold(INPUT_SCALE, ",".join(group), float(scales.max()), int((scales != 1).sum()), 4 * scales.numel())

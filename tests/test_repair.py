@@ -14,7 +14,7 @@ from mobile_export.core.choices import Repair
 from mobile_export.core.errors import ExitCode, ParityError
 from mobile_export.core.fsutil import sha256_file
 from mobile_export.reports import summary
-from mobile_export.exporter.repair import NOTHING_TO_FOLD, NOTHING_TO_KEEP
+from mobile_export.exporter.repair import NOTHING_TO_FOLD, NOTHING_TO_KEEP, NOTHING_TO_SCALE
 from outlier_models import LAYER, PLANTED, plant_residual, planted_checkpoint
 
 # make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
@@ -148,8 +148,9 @@ def test_a_broken_artifact_is_still_refused_with_repair_on(planted, tmp_path, mo
     with pytest.raises(ParityError, match="parity check failed"):
         export(planted, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
     failed = _failed_report(out)
-    smooth, mixed = failed["repair"]["attempts"]
+    smooth, scales, mixed = failed["repair"]["attempts"]
     assert smooth["method"] == "smooth" and smooth["changes"] and not smooth["passed"]
+    assert scales["method"] == "scales" and not scales["passed"]
     # the emulated int8 of the (smoothed) model clears the gate: no weight is kept fp32, nothing re-exported
     assert mixed["method"] == "mixed" and mixed["note"] == NOTHING_TO_KEEP and not mixed["artifacts"]
     assert failed["repair"]["applied"] is None and not failed["passed"]
@@ -183,8 +184,12 @@ def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual,
     result = shared_export(residual, ExportOptions(measure_memory=False))
     report = result.report
     assert result.passed and report["repair"]["applied"] == "mixed"
-    smooth, mixed = report["repair"]["attempts"]
+    smooth, scales, mixed = report["repair"]["attempts"]
     assert smooth["note"] == NOTHING_TO_FOLD and not smooth["artifacts"]
+    # input scales where the emulated int8 gains (each re-exported artifact still refused here), then mixed
+    assert scales["method"] == "scales" and not scales["passed"]
+    assert scales["note"] == NOTHING_TO_SCALE if not scales["changes"] else all(c["stored_bytes"] for c in scales["changes"])
+    print(f"scales: {scales['changes']} -> {[(o['file'], o['before_sqnr_db'], o['after_sqnr_db']) for o in scales['artifacts']]}")
     (change,) = mixed["changes"]  # one choice for both: the .pte and the .onnx quantize activations per token
     assert change["granularity"] == "token" and change["target_met"]
     refused = change["artifacts"]  # the .onnx (~18.7 dB); the .pte is at the gate's edge (19-20 dB by host)

@@ -147,8 +147,9 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         choices=[r.value for r in Repair],
         default=Repair.AUTO.value,
         help="when an int8 artifact fails its parity gate: auto (default) tries each repair in order of cost "
-        "and keeps the first that passes, off refuses, smooth tries only rescalings folded exactly into the "
-        "weights (the fp32 function unchanged), mixed only keeps the fewest weights fp32 that let the rest pass, "
+        "and keeps the first that passes, off refuses, smooth tries only rescalings that leave the fp32 "
+        "function unchanged (folded into the weights, then each Linear's own input scale), mixed only keeps the "
+        "fewest weights fp32 that let the rest pass, "
         "ranges only widens the NPU file's ranges where its diagnosis found values clipped; the report says what "
         "was changed",
     )

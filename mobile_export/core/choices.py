@@ -22,7 +22,7 @@ class Repair(str, Enum):
 
     AUTO = "auto"  # every repair below, in order of cost, until the gate passes
     OFF = "off"  # refuse, as the gate decides
-    SMOOTH = "smooth"  # rescalings that leave the fp32 function unchanged, folded exactly into the weights
+    SMOOTH = "smooth"  # rescalings that leave the fp32 function unchanged: folds, then each Linear's input scale
     MIXED = "mixed"  # the fewest Linears kept in fp32 that let the rest pass (emulated, then the real gate)
     RANGES = "ranges"  # the NPU file: wider ranges for the activations its diagnosis found clipped
 

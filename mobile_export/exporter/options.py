@@ -49,7 +49,8 @@ class ExportOptions:
         calibration: the NPU file's own option: a text file (one text per line, or ``label<TAB>text``) its static
             quantization calibrates on; None: the demo corpus' training split (never the parity texts).
         repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
-            and keeps the first that passes; ``off`` refuses; ``smooth`` tries only the exact rescaling.
+            and keeps the first that passes; ``off`` refuses; ``smooth`` tries only the exact rescalings
+            (folds, then input scales).
         head: fill-mask only: ``full`` (default, the model's own head: every position's vocabulary
             logits) or ``topk`` / ``topk:K`` (the top K tokens at the first 8 masks, in the graph).
         pooling, normalize: feature-extraction only: ``cls`` or ``mean`` gives one sentence embedding

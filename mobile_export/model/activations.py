@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from quantize.smooth import matmul_input
+
 from .reference import Example
 
 OUTLIER_RATIO = 8.0  # a channel whose range is >= 8x the median channel's takes 3 of the 8 bits
@@ -62,8 +64,8 @@ def channel_ranges(model: torch.nn.Module, examples: Iterable[Example]) -> dict[
     seen: dict[str, list[np.ndarray]] = {name: [] for name in linears}
 
     def observe(name: str):
-        def hook(_module, args) -> None:
-            x = args[0].detach().float()
+        def hook(module, args) -> None:
+            x = matmul_input(module, args[0].detach()).float()  # a smoothed Linear's matmul reads its scaled input
             k = calls.get(name, 0)
             calls[name] = k + 1
             peak = x.abs().reshape(-1, x.shape[-1]).amax(dim=0).numpy()

@@ -243,6 +243,11 @@ class Emulation:
         lowest = min(sqnr_from_sums(max(p, typical), q) for p, q in zip(power, noise))
         return pooled_sqnr_db(self.reference, got), lowest
 
+    def forget(self, names: Sequence[str]) -> None:
+        """Drop the emulated int8 weights of the Linears ``names`` (their fp32 weights were changed)."""
+        for name in names:
+            self._int8.pop(name, None)
+
     def weight_errors(self, names: Sequence[str], granularity: str) -> tuple[float, list[WeightError]]:
         """``attribution.weight_errors`` of the Linears ``names`` against the fp32 reference."""
         return weight_errors(self.model, names, self.run, granularity, self.batch.valid, self.reference, self._int8)

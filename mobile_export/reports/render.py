@@ -362,6 +362,12 @@ def _change(c: dict) -> str:
             f"fp32 for {GRANULARITY_RUNTIME.get(c['granularity'], c['granularity'])}: {kept} (emulated "
             f"{_num(c.get('emulated_before_db'), '.1f')} -> {_num(c.get('emulated_after_db'), '.1f')} dB)"
         )
+    if "readers" in c:  # an input scale (scales)
+        readers = ", ".join(short_weight(w) for w in c["readers"])
+        return (
+            f"{readers} scale their input: {c['channels_rescaled']} channels, scale up to {c['largest_scale']:.3g} "
+            f"({c.get('stored_bytes', 0):,} B)"
+        )
     return (
         f"{short_weight(c['producer'])} -> {short_weight(c['consumer'])}: {c['channels_rescaled']} channels, "
         f"scale up to {c['largest_scale']:.3g}"
@@ -541,7 +547,9 @@ def _repair_summary(r: dict) -> list[str]:
             what = "; ".join(_change(c) for c in a["changes"])
         else:
             moved = sum(c["channels_rescaled"] for c in a["changes"])
-            what = f"{moved} channels rescaled in {len(a['changes'])} weight pairs"
+            stored = sum(c.get("stored_bytes", 0) for c in a["changes"])
+            where = "inputs" if a["method"] == "scales" else "weight pairs"
+            what = f"{moved} channels rescaled in {len(a['changes'])} {where}" + (f" ({stored:,} B)" if stored else "")
         done = ", ".join(
             f"{o['file']} {_num(o['before_sqnr_db'], '.1f')} -> {_num(o['after_sqnr_db'], '.1f')} dB "
             f"({'pass' if o['passed'] else 'FAIL'}, {o['bytes_after'] - o['bytes_before']:+,} B{_cost_change(o)})"

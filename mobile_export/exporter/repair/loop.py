@@ -16,11 +16,12 @@ from ..context import ExportRun
 from .. import lowering
 from ..lowering import Lowered, export_module, plain_module
 from .cost import Cost, cost
-from .methods import fold_changes, fp32_fallback, smoothed
+from .methods import fold_changes, fp32_fallback, input_scaled, smoothed
 from .record import (
     MIXED_MARGINS_DB,
     NO_LARGER_SET,
     NOTHING_TO_FOLD,
+    NOTHING_TO_SCALE,
     NOTHING_CLIPPED,
     NOTHING_TO_KEEP,
     Attempt,
@@ -30,8 +31,9 @@ from .record import (
 )
 
 METHODS: dict[Repair, tuple[str, ...]] = {
-    Repair.AUTO: ("ranges", "smooth", "mixed"),
-    Repair.SMOOTH: ("smooth",),
+    # what stores nothing first (folds), then a scale vector per input (bytes), then fp32 weights (megabytes)
+    Repair.AUTO: ("ranges", "smooth", "scales", "mixed"),
+    Repair.SMOOTH: ("smooth", "scales"),
     Repair.MIXED: ("mixed",),
     Repair.RANGES: ("ranges",),
     Repair.OFF: (),
@@ -77,10 +79,17 @@ def repair(run: ExportRun, lowered: list[Lowered], checked: Checked, npu: list[d
                 state.widen.update(widen)
                 attempt.outcomes = _lower_again(run, state, {b: () for b in widen})
             continue
-        if method == "smooth":
-            with run.progress.step("repair (smooth): smoothing scales folded into the weights"):
-                model, folds = smoothed(state.model, run.sample)
-            attempt = Attempt(method, fold_changes(folds), NOTHING_TO_FOLD if not folds else "")
+        if method in ("smooth", "scales"):
+            if method == "smooth":
+                with run.progress.step("repair (smooth): smoothing scales folded into the weights"):
+                    model, folds = smoothed(state.model, run.sample)
+            else:
+                # chosen for the CPU files (per token) if one is refused, else for the NPU file (per tensor)
+                granularity = "token" if any(not backends.get_info(r.backend).calibrated for r in refused) else "tensor"
+                with run.progress.step("repair (scales): each Linear with an outlier channel scales its own input"):
+                    model, folds = input_scaled(state.model, run.sample, granularity)
+            nothing = NOTHING_TO_FOLD if method == "smooth" else NOTHING_TO_SCALE
+            attempt = Attempt(method, fold_changes(folds), nothing if not folds else "")
             # every artifact is lowered again: an export's artifacts come from one model
             redo: dict[Backend, tuple[str, ...]] = {r.backend: () for r in state.checked.results} if folds else {}
         else:

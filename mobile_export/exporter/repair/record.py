@@ -15,6 +15,9 @@ NOTHING_TO_FOLD = (
     "nothing to fold: no outlier channel at an input the graph rescales exactly (the embedding projection, "
     "the attention output)"
 )
+NOTHING_TO_SCALE = (
+    "nothing to scale: no Linear input with an outlier channel whose scales gain the model's emulated int8"
+)
 NO_LARGER_SET = "a larger margin chose no weight beyond the ones already tried"
 NOTHING_CLIPPED = "nothing to widen: the diagnosis found no activation of the refused NPU file clipped"
 NOTHING_TO_KEEP = (
