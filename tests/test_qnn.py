@@ -15,6 +15,7 @@ from mobile_export.backends.qnn import htp
 from mobile_export.backends.qnn.metadata import facts
 from mobile_export.cli.main import main
 from mobile_export.core.errors import BadInputError
+from mobile_export.demo.tiny import NATIVE_TOKENIZER
 from mobile_export.exporter.calibration import MAX_UNKNOWN, calibration_for, calibration_texts, unknown_share
 from mobile_export.parity.corpus import load_reviews
 from mobile_export.parity.texts import ENGLISH
@@ -453,8 +454,8 @@ def test_qnn_options_are_refused_without_the_qnn_backend(tiny_checkpoint, tmp_pa
 
 
 def test_a_family_the_npu_file_does_not_take_is_refused_by_name(tiny_checkpoint, tmp_path, capsys):
-    ckpt = tiny_checkpoint("token-classification", "wordpiece", family="electra")
+    ckpt = tiny_checkpoint("token-classification", NATIVE_TOKENIZER["camembert"], family="camembert")
     code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--no-memory"])
     err = capsys.readouterr().err
-    assert code == 2 and "backend qnn does not take electra models yet" in err and "Traceback" not in err
+    assert code == 2 and "backend qnn does not take camembert models yet" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()

@@ -147,8 +147,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         int8_mode="QNN HTP fixed point: uint8 per-channel weights, uint16 (or uint8) static activations",
         calibrated=True,
         fixed_length=128,
-        # ELECTRA's QDQ graph leaves a node off the HTP (the session refuses with CPU fallback disabled); not found yet
-        families=frozenset({"albert", "bert", "distilbert", "roberta", "xlm-roberta"}),
+        families=frozenset({"albert", "bert", "distilbert", "electra", "roberta", "xlm-roberta"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
         simulator="QNN's x86-64 HTP simulator",
         optional_files=tuple(soc.file_name for soc in SOCS.values()),

@@ -46,6 +46,32 @@ def _word_table(model: Any) -> str | None:
     return None
 
 
+def _own_biases(model: Any) -> None:
+    """Give each MatMul's bias (a 1-D initializer an Add puts on a MatMul's output, which QNN's preprocessing fuses
+    into a Gemm) its own copy where other nodes read it too, in place. Equal vectors merge in
+    ``dedupe_initializers`` (a tiny model's zero biases: ELECTRA's embedding projection and the attention's), and QNN's
+    quantizer then quantizes the shared vector as an activation, not as the Gemm's int32 bias: the Gemm's per-channel
+    weight is left a lone DequantizeLinear the HTP refuses. The quantizer stores each Gemm's bias apart anyway."""
+    from onnx import numpy_helper
+
+    vectors = {i.name: i for i in model.graph.initializer if len(i.dims) == 1}
+    matmul_outputs = {o for n in model.graph.node if n.op_type == "MatMul" for o in n.output}
+    readers: dict[str, int] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            if name in vectors:
+                readers[name] = readers.get(name, 0) + 1
+    for node in model.graph.node:
+        if node.op_type != "Add" or not set(node.input) & matmul_outputs:
+            continue
+        for k, name in enumerate(node.input):
+            if name in vectors and readers[name] > 1:
+                copy = numpy_helper.from_array(numpy_helper.to_array(vectors[name]), f"{name}.{node.name}")
+                model.graph.initializer.append(copy)
+                node.input[k] = copy.name
+                readers[name] -= 1
+
+
 class _Calibration:
     """ONNX Runtime's CalibrationDataReader over the plan's calibration texts."""
 
@@ -88,6 +114,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             example = example_inputs(1, plan.max_len, plan.vocab_size)[: len(inputs)]
             model: Any = _exported(module, example, None, inputs, outputs).model_proto
             deduplicated = dedupe_initializers(model)  # one weight per shared layer, no per-layer Transpose
+            _own_biases(model)
             per_token = _per_token_outputs(module, plan)
             act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
             # the word table at 8 bits, as the CPU files store it; at 16-bit activations its rows rescaled by a
