@@ -48,28 +48,32 @@ def _word_table(model: Any) -> str | None:
 
 def _own_biases(model: Any) -> None:
     """Give each MatMul's bias (a 1-D initializer an Add puts on a MatMul's output, which QNN's preprocessing fuses
-    into a Gemm) its own copy where other nodes read it too, in place. Equal vectors merge in
-    ``dedupe_initializers`` (a tiny model's zero biases: ELECTRA's embedding projection and the attention's), and QNN's
-    quantizer then quantizes the shared vector as an activation, not as the Gemm's int32 bias: the Gemm's per-channel
-    weight is left a lone DequantizeLinear the HTP refuses. The quantizer stores each Gemm's bias apart anyway."""
+    into a Gemm) its own copy where a node of another kind reads the same vector, in place. Equal vectors merge in
+    ``dedupe_initializers`` (a tiny model's zero biases: ELECTRA's embedding projection's with its attention's), and
+    QNN's quantizer then quantizes the shared vector as an activation, not as the Gemm's int32 bias: the Gemm's
+    per-channel weight is left a lone DequantizeLinear the HTP refuses. A bias only MatMuls read (ALBERT's shared
+    layer at every depth) stays one."""
     from onnx import numpy_helper
 
     vectors = {i.name: i for i in model.graph.initializer if len(i.dims) == 1}
     matmul_outputs = {o for n in model.graph.node if n.op_type == "MatMul" for o in n.output}
-    readers: dict[str, int] = {}
+
+    def is_bias(node: Any) -> bool:
+        return node.op_type == "Add" and bool(set(node.input) & matmul_outputs)
+
+    kinds: dict[str, set[bool]] = {}
     for node in model.graph.node:
         for name in node.input:
             if name in vectors:
-                readers[name] = readers.get(name, 0) + 1
+                kinds.setdefault(name, set()).add(is_bias(node))
     for node in model.graph.node:
-        if node.op_type != "Add" or not set(node.input) & matmul_outputs:
+        if not is_bias(node):
             continue
         for k, name in enumerate(node.input):
-            if name in vectors and readers[name] > 1:
+            if name in vectors and len(kinds[name]) > 1:  # read as a bias and as something else
                 copy = numpy_helper.from_array(numpy_helper.to_array(vectors[name]), f"{name}.{node.name}")
                 model.graph.initializer.append(copy)
                 node.input[k] = copy.name
-                readers[name] -= 1
 
 
 class _Calibration:
