@@ -18,7 +18,7 @@ ALPHAS = (0.3, 0.5, 0.65, 0.8, 0.9)  # migration strengths tried (SmoothQuant: 0
 MIN_GAIN = 1.05  # an input scale must cut the group's emulated error by 5% to be worth its Mul
 
 
-def reader_groups(model: torch.nn.Module, absmax: Mapping[str, torch.Tensor]) -> list[list[str]]:
+def reader_groups(absmax: Mapping[str, torch.Tensor]) -> list[list[str]]:
     """The Linears of ``absmax`` grouped by the tensor they read: siblings (one parent module) whose input ranges
     are equal (query, key and value), each Linear alone otherwise."""
     groups: list[list[str]] = []
@@ -85,7 +85,7 @@ def candidate_scales(
         if n not in skip and id(cast(torch.nn.Linear, model.get_submodule(n)).weight) not in tied
     }
     found = []
-    for group in reader_groups(model, absmax):
+    for group in reader_groups(absmax):
         ranges = absmax[group[0]]
         median = float(ranges.median())
         if median <= 0 or float(ranges.max()) < threshold * median:

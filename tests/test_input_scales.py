@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from mobile_export.demo.tiny import NATIVE_TOKENIZER
-from mobile_export.exporter.repair.methods import input_scaled, matmul_inputs
-from mobile_export.model.activations import OUTLIER_RATIO
+from mobile_export.exporter.repair.methods import SAMPLED_ROWS, input_scaled
+from mobile_export.model.activations import OUTLIER_RATIO, channel_ranges
 from mobile_export.model.families import FAMILIES
 from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import tokenize
@@ -42,11 +42,11 @@ def test_input_scales_leave_every_family_fp32_function_unchanged(tiny_checkpoint
     examples = tokenize(loaded.tokenizer, builtin_texts()[:6], 32)
     before = _logits(loaded, examples)()
     table = loaded.model.get_input_embeddings().weight.detach().clone()
-    inputs = matmul_inputs(loaded.model, examples)
+    inputs = {n: r.rows for n, r in channel_ranges(loaded.model, examples, rows=SAMPLED_ROWS).items()}
     tied = {id(loaded.model.get_input_embeddings().weight)}
     wanted = {n: x.abs().amax(dim=0) for n, x in inputs.items()
               if id(loaded.model.get_submodule(n).weight) not in tied}
-    groups = reader_groups(loaded.model, wanted)
+    groups = reader_groups(wanted)
     folds = []
     for group in groups:
         weights = torch.cat([loaded.model.get_submodule(n).weight.detach() for n in group])
@@ -96,7 +96,7 @@ def test_input_scales_that_cost_the_model_are_not_kept(tiny_checkpoint):
     model's emulated int8 (one scale per token) does not gain: nothing is kept, the copy is the model."""
     ckpt = tiny_checkpoint("text-classification", num_hidden_layers=3)
     loaded, examples = _planted(ckpt, "full_layer_layer_norm", 40)
-    inputs = matmul_inputs(loaded.model, examples)
+    inputs = {n: r.rows for n, r in channel_ranges(loaded.model, examples, rows=SAMPLED_ROWS).items()}
     assert candidate_scales(loaded.model, inputs, "token", threshold=OUTLIER_RATIO)  # a local gain exists
     scaled, folds = input_scaled(loaded, examples, "token")
     assert folds == [] and not any(isinstance(m, SmoothedLinear) for m in scaled.model.modules())

@@ -28,6 +28,7 @@ class ChannelRanges:
 
     weight: str  # the module's name in the checkpoint's model
     by_call: np.ndarray  # [calls per forward, in_features]
+    rows: torch.Tensor | None = None  # [at most ``channel_ranges``' rows, in_features]: input rows, evenly spaced
 
     @property
     def absmax(self) -> np.ndarray:
@@ -56,12 +57,14 @@ def _ratio(value: float, ranges: np.ndarray) -> float:
 
 
 @torch.no_grad()
-def channel_ranges(model: torch.nn.Module, examples: Iterable[Example]) -> dict[str, ChannelRanges]:
+def channel_ranges(model: torch.nn.Module, examples: Iterable[Example], rows: int = 0) -> dict[str, ChannelRanges]:
     """Each ``torch.nn.Linear`` of ``model`` (a transformers ALBERT) by name: its input channels' ranges over
-    ``examples`` (batch 1, no padding), per call of one forward."""
+    ``examples`` (batch 1, no padding), per call of one forward; with ``rows``, also at most that many of the input
+    rows its matmul read (every call), evenly spaced."""
     linears = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     calls: dict[str, int] = {}
     seen: dict[str, list[np.ndarray]] = {name: [] for name in linears}
+    read: dict[str, list[torch.Tensor]] = {name: [] for name in linears}
 
     def observe(name: str):
         def hook(module, args) -> None:
@@ -69,6 +72,8 @@ def channel_ranges(model: torch.nn.Module, examples: Iterable[Example]) -> dict[
             k = calls.get(name, 0)
             calls[name] = k + 1
             peak = x.abs().reshape(-1, x.shape[-1]).amax(dim=0).numpy()
+            if rows:
+                read[name].append(x.reshape(-1, x.shape[-1]))
             if k < len(seen[name]):
                 np.maximum(seen[name][k], peak, out=seen[name][k])
             else:
@@ -84,4 +89,14 @@ def channel_ranges(model: torch.nn.Module, examples: Iterable[Example]) -> dict[
     finally:
         for h in handles:
             h.remove()
-    return {name: ChannelRanges(name, np.stack(peaks)) for name, peaks in seen.items() if peaks}
+    return {
+        name: ChannelRanges(name, np.stack(peaks), _spaced(read[name], rows)) for name, peaks in seen.items() if peaks
+    }
+
+
+def _spaced(parts: list[torch.Tensor], rows: int) -> torch.Tensor | None:
+    """At most ``rows`` of the rows of ``parts``, evenly spaced; None without any."""
+    if not parts:
+        return None
+    x = torch.cat(parts)
+    return x[torch.linspace(0, len(x) - 1, min(rows, len(x))).long()]

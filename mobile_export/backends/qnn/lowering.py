@@ -125,9 +125,9 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             # 16-bit scale each (``table``: the HTP's Gather takes one scale; w8a8 holds no 16-bit tensor); else at
             # the activations' precision (QNN's default: the table is the Gather's data)
             table = _word_table(model) if plan.int8_table else None
-            overrides: dict | None = {table: [{"quant_type": QuantType.QUInt8}]} if table else None
+            overrides = {table: [{"quant_type": QuantType.QUInt8}]} if table else {}
             per_row = bool(table) and bits == 16
-            if overrides is not None and table and per_row:
+            if table and per_row:
                 overrides[row_scaled(model, table)] = [{"quant_type": QuantType.QUInt16}]
             onnx.save(model, str(fp32))
         table_bits = 8 if table else bits
@@ -139,7 +139,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
                 activation_type=act,
                 weight_type=QuantType.QUInt8,
                 per_channel=True,
-                init_overrides=overrides,
+                init_overrides=overrides or None,
             )
             wider = tied(onnx.load(str(source)), plan.widen) if plan.widen else set()
             quantize_with_headroom(source, dest, config, HEADROOM[bits], {n: REPAIRED[bits] for n in wider})

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import torch
 
-from quantize.smooth import INPUT_SCALE, Fold, foldable_pairs, give_input_scales, matmul_input, smooth
+from quantize.smooth import INPUT_SCALE, Fold, foldable_pairs, give_input_scales, smooth
 from quantize.smooth_search import candidate_scales
 
 from ...core.thresholds import Thresholds
@@ -46,34 +46,6 @@ def smoothed(loaded: LoadedModel, examples: Sequence[Example]) -> tuple[LoadedMo
 
 
 @torch.no_grad()
-def matmul_inputs(model: torch.nn.Module, examples: Sequence[Example], rows: int = SAMPLED_ROWS) -> dict:
-    """Each Linear of ``model`` by name: the rows its matmul reads over ``examples`` (every depth of a shared layer),
-    at most ``rows`` of them, evenly spaced."""
-    seen: dict[str, list[torch.Tensor]] = {}
-
-    def observe(name: str):
-        def hook(module, args) -> None:
-            x = matmul_input(module, args[0].detach()).float()
-            seen.setdefault(name, []).append(x.reshape(-1, x.shape[-1]))
-
-        return hook
-
-    linears = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
-    handles = [m.register_forward_pre_hook(observe(n)) for n, m in linears]
-    try:
-        for ex in examples:
-            model(**{k: torch.from_numpy(v) for k, v in ex.feeds.items()})
-    finally:
-        for h in handles:
-            h.remove()
-    out = {}
-    for name, parts in seen.items():
-        x = torch.cat(parts)
-        out[name] = x[torch.linspace(0, len(x) - 1, min(rows, len(x))).long()]
-    return out
-
-
-@torch.no_grad()
 def input_scaled(
     loaded: LoadedModel, examples: Sequence[Example], granularity: str, int8_table: bool = True
 ) -> tuple[LoadedModel, list[Fold]]:
@@ -82,8 +54,8 @@ def input_scaled(
     the whole model's emulated int8 at ``granularity`` gains ``MIN_GROUP_GAIN_DB`` (its lowest example losing none)
     and all of them only when together they gain ``MIN_SCALE_GAIN_DB``; the scales kept (none: the copy equals the
     model)."""
-    outliers = {n for n, r in channel_ranges(loaded.model, examples).items() if r.outliers()}
-    inputs = {n: x for n, x in matmul_inputs(loaded.model, examples).items() if n in outliers}
+    ranges = channel_ranges(loaded.model, examples, rows=SAMPLED_ROWS)
+    inputs = {n: r.rows for n, r in ranges.items() if r.outliers() and r.rows is not None}
     candidates = candidate_scales(loaded.model, inputs, granularity, threshold=OUTLIER_RATIO)
     model = copy.deepcopy(loaded.model)
     if not candidates:
