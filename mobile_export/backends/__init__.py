@@ -25,6 +25,7 @@ from .base import (
     Format,
     HostPrecision,
     Precompiling,
+    TaskMetadata,
 )
 
 
@@ -156,6 +157,25 @@ BACKENDS: dict[Backend, BackendInfo] = {
             {Capability.DIAGNOSIS, Capability.SIMULATOR_POOL, Capability.PRECOMPILE, Capability.FIXED_LENGTH}
         ),
     ),
+    Backend.LITERT: BackendInfo(
+        backend=Backend.LITERT,
+        file_name="model.tflite",
+        module="mobile_export.backends.litert",
+        runtime="LiteRT interpreter, XNNPACK delegate",
+        library="ai-edge-litert",
+        runtime_modules=("ai_edge_litert.interpreter",),
+        # int4: ai-edge-quantizer's 4-bit weights per channel (dynamic_wi4_afp32)
+        quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
+        dynamic_batch=False,
+        notes="batch 1 and one sequence length (litert-torch converts no dynamic length): the app pads every "
+        "input to --max-seq-len; int32 inputs ids, mask, segment_ids as MediaPipe's text tasks take them; "
+        "opt-in with --backend litert",
+        granularity="tensor",  # XNNPACK's dynamic-range int8 (qd8 per tensor... measured, see BENCHMARKS)
+        int8_mode="LiteRT dynamic-range int8 (int8 per-channel weights, activations quantized at run time)",
+        int8_table=False,  # ai-edge-quantizer quantizes the table (the float model in, one recipe for all)
+        fixed_length=128,
+        capabilities=frozenset({Capability.FIXED_LENGTH, Capability.TASK_METADATA}),
+    ),
 }
 
 
@@ -242,6 +262,11 @@ def precompiling(backend: Backend) -> Precompiling | None:
 def host_precision(backend: Backend) -> HostPrecision | None:
     """The format's host-dependent int8 modes (``Capability.HOST_PRECISION``), None where the runtime has none."""
     return cast(HostPrecision | None, capable(backend, Capability.HOST_PRECISION))
+
+
+def task_metadata(backend: Backend) -> TaskMetadata | None:
+    """The format's writer of a task library's metadata (``Capability.TASK_METADATA``), None without one."""
+    return cast(TaskMetadata | None, capable(backend, Capability.TASK_METADATA))
 
 
 def simulator_pool(backend: Backend) -> type | None:

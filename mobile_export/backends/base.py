@@ -84,6 +84,8 @@ class ExportStats(TypedDict, total=False):
     format: str  # .ort: how the ORT flatbuffer was written
     qnn: dict[str, Any]  # .qnn.onnx: the fixed length, precisions, mask and calibration (its metadata too)
     precompiled: list[dict[str, Any]]  # .qnn.onnx with --soc: each SoC's compiled file (bytes, load time, checks)
+    litert: dict[str, Any]  # .tflite: the fixed length, inputs, outputs per token, quantization recipe
+    task_metadata: dict[str, Any]  # a task library's metadata written into the file (MediaPipe's), or why not
 
 
 class ArtifactStats(ExportStats, total=False):
@@ -279,6 +281,7 @@ class Capability(enum.Enum):
     PRECOMPILE = "precompile"  # variants compiled for named devices beside the file (``Precompiling``)
     FIXED_LENGTH = "fixed_length"  # each file runs one sequence length, which its stats record (``FixedLength``)
     HOST_PRECISION = "host_precision"  # its runtime's int8 arithmetic depends on the host CPU (``HostPrecision``)
+    TASK_METADATA = "task_metadata"  # a task library's metadata (tokenizer, labels) written into it (``TaskMetadata``)
 
 
 class Diagnosing(Protocol):
@@ -352,12 +355,26 @@ class HostPrecision(Protocol):
         ...
 
 
+class TaskMetadata(Protocol):
+    """A format whose files an app's task library loads by themselves once they carry its metadata (MediaPipe
+    Tasks Text's tokenizer and labels in a .tflite)."""
+
+    def task_metadata(
+        self, path: Path, task: str, tokenizer: dict[str, bytes], labels: list[str] | None
+    ) -> dict[str, Any]:
+        """Write the task library's metadata into the artifact at ``path`` (an export of ``task``) from the export's
+        tokenizer files (name -> bytes, ``tokenizer_settings.json`` among them) and its ``labels``; returns what
+        was written, or why nothing was (``{"written": False, "why": ...}``), for the report."""
+        ...
+
+
 CAPABILITIES: dict[Capability, tuple[str, ...]] = {
     Capability.DIAGNOSIS: ("diagnose", "ranges_headroom"),
     Capability.SIMULATOR_POOL: ("Pool",),
     Capability.PRECOMPILE: ("precompile", "compiled_for"),
     Capability.FIXED_LENGTH: ("sequence_length",),
     Capability.HOST_PRECISION: ("precision_modes", "describe_precision", "phone_precision"),
+    Capability.TASK_METADATA: ("task_metadata",),
 }
 CAPABILITY_PROTOCOLS: dict[Capability, type] = {
     Capability.DIAGNOSIS: Diagnosing,
@@ -365,4 +382,5 @@ CAPABILITY_PROTOCOLS: dict[Capability, type] = {
     Capability.PRECOMPILE: Precompiling,
     Capability.FIXED_LENGTH: FixedLength,
     Capability.HOST_PRECISION: HostPrecision,
+    Capability.TASK_METADATA: TaskMetadata,
 }

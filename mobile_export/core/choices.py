@@ -12,6 +12,7 @@ class Backend(str, Enum):
     ONNX = "onnx"  # .onnx, ONNX Runtime
     ORT = "ort"  # .ort, ONNX Runtime (Mobile) flatbuffer format
     QNN = "qnn"  # .qnn.onnx, ONNX Runtime's QNN execution provider on a Snapdragon's Hexagon NPU (HTP)
+    LITERT = "litert"  # .tflite, LiteRT's interpreter (XNNPACK), MediaPipe Tasks Text
 
     def __str__(self) -> str:
         return self.value

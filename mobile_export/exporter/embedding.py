@@ -41,6 +41,8 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
         "options": options,
     }
     task = loaded.task
+    tokenizer = {e.path.split("/", 1)[1]: assets[e.path] for e in entries if e.path.startswith(TOKENIZER_DIR + "/")}
+    labels = json.loads(assets[LABELS]).get("labels") if LABELS in assets else None
     with run.progress.step(f"embedding the app's assets ({sum(map(len, assets.values())):,} B) in each artifact"):
         for r in checked.results:
             if not backends.get_info(r.backend).embeds:
@@ -53,6 +55,9 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
             path = run.staging / r.file
             fmt = backends.load(r.backend)
             fmt.embed(path, {ASSETS_KEY: block, IDENTITY_KEY: PLACEHOLDER})
+            writer = backends.task_metadata(r.backend)
+            if writer is not None:  # after our block, before the identity: the hash covers the task's metadata too
+                r.stats["task_metadata"] = writer.task_metadata(path, task.name, tokenizer, labels)
             files = backends.artifact_files(path)
             identity = stamp(files)
             r.bytes = sum(f.stat().st_size for f in files)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...model.reference import Example
 from ...core.figures import db_json, sqnr_from_sums
-from .runner import pad
+from ..fixed import pad
 
 REFERENCE_SUFFIX = ".fp32.tmp"  # the float model the lowering quantized, kept beside the file in the staging folder
 LISTED = 8  # tensors a report names: those with the largest own error

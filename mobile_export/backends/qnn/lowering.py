@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import ExportStats, Plan
+from ..fixed import pad, per_token_outputs
 from .diagnosis import reference_path
 from .table import row_scaled
 from .htp import MASKED
@@ -21,20 +22,6 @@ from .ranges import HEADROOM, REPAIRED, quantize_with_headroom, tied
 
 if TYPE_CHECKING:
     import torch
-
-
-def _per_token_outputs(module: torch.nn.Module, plan: Plan) -> list[bool]:
-    """For each output, whether its second dimension is the sequence (it follows the input's length)."""
-    import torch
-
-    from ...model.reference import example_inputs
-
-    shapes = []
-    for length in (plan.max_len, plan.max_len - 1):
-        with torch.no_grad():
-            outs = module(*example_inputs(1, length, plan.vocab_size)[: len(plan.signature.inputs)])
-        shapes.append([tuple(o.shape) for o in outs])
-    return [len(a) > 1 and a[1] == plan.max_len and b[1] == plan.max_len - 1 for a, b in zip(*shapes)]
 
 
 def _word_table(model: Any) -> str | None:
@@ -80,8 +67,6 @@ class _Calibration:
     """ONNX Runtime's CalibrationDataReader over the plan's calibration texts."""
 
     def __init__(self, plan: Plan) -> None:
-        from .runner import pad
-
         def feeds(ids: tuple[int, ...], types: tuple[int, ...]) -> dict[str, np.ndarray]:
             row = np.asarray([ids], np.int64)
             return {"input_ids": row, "attention_mask": np.ones_like(row), "token_type_ids": np.asarray([types])}
@@ -119,7 +104,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             model: Any = _exported(module, example, None, inputs, outputs).model_proto
             deduplicated = dedupe_initializers(model)  # one weight per shared layer, no per-layer Transpose
             _own_biases(model)
-            per_token = _per_token_outputs(module, plan)
+            per_token = per_token_outputs(module, plan)
             act = QuantType.QUInt16 if bits == 16 else QuantType.QUInt8
             # the word table at 8 bits, as the CPU files store it; at 16-bit activations its rows rescaled by a
             # 16-bit scale each (``table``: the HTP's Gather takes one scale; w8a8 holds no 16-bit tensor); else at

@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ...core.errors import BadInputError
 from ...core.socs import SIMULATED, Soc
+from ..fixed import pad
 from . import htp
 from .metadata import META_KEY
-
-
-def pad(feeds: dict[str, np.ndarray], length: int, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The inputs ``names`` of one text (batch 1) right-padded with zeros to ``length`` (pad id 0, mask 0), as the
-    app feeds the NPU file."""
-    padded = {}
-    for name in names:
-        row = np.zeros((1, length), np.int64)
-        row[:, : np.shape(feeds[name])[1]] = feeds[name]
-        padded[name] = row
-    return padded
 
 
 class Runner:

@@ -1,0 +1,120 @@
+"""A .tflite read and written as LiteRT's schema objects (``ai_edge_litert.schema_py_generated``): its weight buffers
+kept inside the flatbuffer (the quantizer writes large ones after it, which MediaPipe's metadata writer drops), equal
+buffers stored once, and the named metadata entries an app's interpreter hands out."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import ArtifactLoadError
+
+IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of every .tflite (bytes 4..8)
+ALIGN = 16  # LiteRT maps weights in place where a buffer starts on this boundary (as its converter writes them)
+
+
+def read(data: bytes | bytearray, shown: str) -> Any:
+    """The model in ``data`` as a mutable ``ModelT``, its buffers stored after the flatbuffer read back in;
+    ArtifactLoadError when the bytes are not a LiteRT model."""
+    from ai_edge_litert.tools import flatbuffer_utils
+
+    if len(data) < 8 or bytes(data[4:8]) != IDENTIFIER:
+        raise ArtifactLoadError(
+            f"{shown} is not a LiteRT model (no TFL3 flatbuffer identifier); pass a .tflite written by "
+            "mobile-export export"
+        )
+    try:
+        model = flatbuffer_utils.read_model_from_bytearray(bytearray(data))
+    except Exception as exc:  # a truncated or crafted flatbuffer fails anywhere in the generated reader
+        raise ArtifactLoadError(
+            f"{shown} is not a readable LiteRT model ({type(exc).__name__}); export it again"
+        ) from None
+    for buffer in model.buffers or []:
+        if buffer.data is not None and not isinstance(buffer.data, np.ndarray):
+            buffer.data = np.frombuffer(bytes(buffer.data), np.uint8)  # packed as one vector, not byte by byte
+    return model
+
+
+class _AlignedBuffer:
+    """A buffer packed as the converter packs them: its bytes one vector starting on an ``ALIGN``-byte boundary
+    (the generated ``BufferT.Pack`` aligns to the element size, 1)."""
+
+    def __init__(self, data: np.ndarray | None) -> None:
+        self.data = data
+
+    def Pack(self, builder: Any) -> int:  # noqa: N802 (the generated object API's name)
+        from ai_edge_litert import schema_py_generated as schema
+
+        offset = None
+        if self.data is not None and len(self.data):
+            raw = np.ascontiguousarray(self.data, np.uint8).tobytes()
+            builder.StartVector(1, len(raw), ALIGN)
+            builder.head -= len(raw)
+            builder.Bytes[builder.head : builder.head + len(raw)] = raw
+            offset = builder.EndVector(len(raw))
+        schema.BufferStart(builder)
+        if offset is not None:
+            schema.BufferAddData(builder, offset)
+        return schema.BufferEnd(builder)
+
+
+def write(model: Any) -> bytes:
+    """The flatbuffer of ``model`` with every buffer inside it, each starting on an ``ALIGN``-byte boundary."""
+    import flatbuffers
+
+    originals = model.buffers or []
+    model.buffers = [_AlignedBuffer(b.data) for b in originals]
+    try:
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=IDENTIFIER)
+        return bytes(builder.Output())
+    finally:
+        model.buffers = originals
+
+
+def dedupe(model: Any) -> int:
+    """Point every tensor at the first of equal buffers (a weight the converter wrote twice); returns the bytes
+    no longer stored."""
+    first: dict[str, int] = {}
+    moved: dict[int, int] = {}
+    saved = 0
+    for k, buffer in enumerate(model.buffers or []):
+        if buffer.data is None or len(buffer.data) < 1024:  # small vectors: not weights worth a lookup
+            continue
+        digest = hashlib.sha256(np.asarray(buffer.data, np.uint8).tobytes()).hexdigest()
+        if digest in first:
+            moved[k] = first[digest]
+            saved += len(buffer.data)
+            buffer.data = None
+        else:
+            first[digest] = k
+    for subgraph in model.subgraphs or []:
+        for tensor in subgraph.tensors or []:
+            tensor.buffer = moved.get(tensor.buffer, tensor.buffer)
+    return saved
+
+
+def entries(model: Any) -> dict[str, bytes]:
+    """The model's named metadata entries (name -> bytes)."""
+    found = {}
+    for entry in model.metadata or []:
+        name = entry.name.decode() if isinstance(entry.name, bytes) else str(entry.name)
+        data = model.buffers[entry.buffer].data
+        found[name] = b"" if data is None else np.asarray(data, np.uint8).tobytes()
+    return found
+
+
+def add_entry(model: Any, name: str, data: bytes) -> None:
+    """Add the metadata entry ``name`` holding ``data`` (a new buffer); ValueError when it is there already."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    if name in entries(model):
+        raise ValueError(f"the model already has metadata {name}")
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(data, np.uint8)
+    model.buffers.append(buffer)
+    entry = schema.MetadataT()
+    entry.name, entry.buffer = name, len(model.buffers) - 1
+    model.metadata = [*(model.metadata or []), entry]

@@ -1,0 +1,126 @@
+"""The .tflite: the model at one fixed sequence length with int32 inputs named as MediaPipe's text tasks expect,
+converted by Google's ``litert-torch`` and quantized by ``ai-edge-quantizer``; its weights kept inside the flatbuffer
+and equal buffers stored once."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.choices import Quant
+from ..base import ExportStats, Plan
+from ..fixed import per_token_outputs
+from . import flatbuffer
+from .metadata import INPUTS, META_KEY
+
+if TYPE_CHECKING:
+    import torch
+
+# ai-edge-quantizer's recipe per precision. int8: dynamic range (int8 per-channel weights, activations quantized per
+# tensor at run time: XNNPACK's int8 kernels), measured against weight-only int8 (weights dequantized, float math) in
+# BENCHMARKS "LiteRT": the dynamic recipe is the one whose latency beats fp32's on the phone's CPU.
+RECIPES = {Quant.INT8: "dynamic_wi8_afp32", Quant.INT4: "dynamic_wi4_afp32"}
+
+
+class _Int32Inputs:
+    """Builds the module the converter traces: ``ids``, ``mask``, ``segment_ids`` as int32 ``[1, length]``
+    (MediaPipe's BERT inputs), widened to the export wrapper's int64 inputs (a family without token types ignores
+    ``segment_ids``, which MediaPipe feeds all the same)."""
+
+    @staticmethod
+    def wrap(wrapper: torch.nn.Module, inputs: tuple[str, ...]) -> torch.nn.Module:
+        import torch
+
+        class Int32Inputs(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = wrapper
+
+            def forward(self, ids: torch.Tensor, mask: torch.Tensor, segment_ids: torch.Tensor) -> Any:
+                given = (ids.long(), mask.long(), segment_ids.long())[: len(inputs)]
+                outs = self.inner(*given)
+                if len(inputs) < 3:  # keep segment_ids an input of the graph: MediaPipe finds its tensors by name
+                    outs = (outs[0] + (segment_ids[:1, :1] * 0).to(outs[0].dtype), *outs[1:])
+                return outs
+
+        return Int32Inputs().eval()
+
+
+def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> ExportStats:
+    """Write ``wrapper`` to ``dest`` as a .tflite at ``plan.max_len`` tokens (batch 1), quantized as ``plan.quant``."""
+    import torch
+
+    from ...model.stages import with_inputs
+
+    if plan.keep:
+        from ...core.errors import UnsupportedError
+
+        raise UnsupportedError(
+            "the .tflite cannot keep chosen Linears fp32 yet (a repair's mixed precision); "
+            "export it with --repair none, or use --backend onnx / executorch for the repaired model"
+        )
+    module = with_inputs(wrapper, plan.signature.inputs)
+    traced = _Int32Inputs.wrap(module, plan.signature.inputs)
+    length = plan.max_len
+    example = {name: torch.zeros(1, length, dtype=torch.int32) for name in INPUTS}
+    example["mask"] += 1
+    outputs = list(getattr(wrapper, "output_names"))
+    per_token = per_token_outputs(module, plan)
+    with progress.step(f"litert: litert-torch convert at {length} tokens (fixed), int32 inputs"):
+        with _quiet():
+            import litert_torch
+
+            edge = litert_torch.convert(traced, sample_kwargs=example)
+        fp32 = dest.with_name(dest.name + ".float.tmp")
+        try:
+            with _quiet():
+                edge.export(str(fp32))
+            recipe = RECIPES.get(plan.quant)
+            if recipe is not None:
+                with progress.step(f"litert: {recipe} (ai-edge-quantizer)"):
+                    data = _quantized(fp32, recipe)
+            else:
+                data = fp32.read_bytes()
+        finally:
+            fp32.unlink(missing_ok=True)
+    model = flatbuffer.read(data, dest.name)
+    saved = flatbuffer.dedupe(model)
+    facts = {
+        "sequence_length": length,
+        "inputs": list(INPUTS),
+        "input_dtype": "int32",
+        "outputs": outputs,
+        "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
+        "quantization": recipe or "none (fp32)",
+        "deduplicated_bytes": saved,
+    }
+    flatbuffer.add_entry(model, META_KEY, json.dumps(facts).encode())
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_bytes(flatbuffer.write(model))
+    os.replace(tmp, dest)
+    return {"litert": facts}
+
+
+def _quantized(path: Path, recipe: str) -> bytes:
+    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes."""
+    from ai_edge_quantizer import quantizer
+    from ai_edge_quantizer import recipe as recipes
+
+    with _quiet():
+        q = quantizer.Quantizer(str(path))
+        q.load_quantization_recipe(getattr(recipes, recipe)())
+        result = q.quantize()
+    if result.quantized_model is None:
+        raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
+    return bytes(result.quantized_model)
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    """The converter's and quantizer's progress prints kept off our progress lines (errors still raise)."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
