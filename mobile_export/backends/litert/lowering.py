@@ -16,6 +16,7 @@ from ..base import ExportStats, Plan
 from ..fixed import per_token_outputs
 from . import flatbuffer
 from .metadata import INPUTS, META_KEY
+from .unfold import unfold
 
 if TYPE_CHECKING:
     import torch
@@ -79,6 +80,9 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         try:
             with _quiet():
                 edge.export(str(fp32))
+            model = flatbuffer.read(fp32.read_bytes(), fp32.name)
+            unfolded = unfold(model)  # ALBERT's query/key/value read from one copy again
+            fp32.write_bytes(flatbuffer.write(model))
             recipe = RECIPES.get(plan.quant)
             if recipe is not None:
                 with progress.step(f"litert: {recipe} (ai-edge-quantizer)"):
@@ -97,6 +101,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "quantization": recipe or "none (fp32)",
         "deduplicated_bytes": saved,
+        "unfolded": unfolded,
     }
     flatbuffer.add_entry(model, META_KEY, json.dumps(facts).encode())
     tmp = dest.with_name(dest.name + ".tmp")

@@ -80,30 +80,48 @@ def _with_version_stand_in() -> None:
     sys.modules[_VERSION_MODULE] = stand_in
 
 
-def lower_cased(spiece: bytes) -> bytes:
-    """ALBERT's SentencePiece model with NFKC and case folding as its normalizer (``nmt_nfkc_cf``): transformers
-    lower-cases before SentencePiece; MediaPipe hands the text to SentencePiece as it is."""
+_PAIRS = ("``", "''")  # the two-character sequences ALBERT's normalizer rewrites (to a double quote)
+_LAST_CODE_POINT = 0x2FFFF  # the planes with assigned letters (above: private use and unassigned)
+
+
+def normalized_like(spiece: bytes, tokenizer_json: bytes) -> bytes:
+    """ALBERT's SentencePiece model whose own normalizer does what transformers does before and inside it (quotes,
+    NFKD, accents stripped, lower case, the model's NFKC map): MediaPipe hands the raw text to SentencePiece, so
+    the rule is a character map, each code point (and each of ``_PAIRS``) to what transformers' normalizer makes
+    of it, compiled by SentencePiece's trainer."""
+    import tempfile
+
     import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2 as pb
+    from tokenizers import Tokenizer
 
+    normalizer = Tokenizer.from_str(tokenizer_json.decode("utf-8")).normalizer
+    if normalizer is None:
+        return spiece
+    rows = []
+    for source in [*(chr(c) for c in range(1, _LAST_CODE_POINT + 1) if not 0xD800 <= c < 0xE000), *_PAIRS]:
+        target = normalizer.normalize_str(source)
+        if target != source:
+            rows.append(f"{' '.join(f'{ord(c):X}' for c in source)}\t{' '.join(f'{ord(c):X}' for c in target)}")
     model: Any = getattr(pb, "ModelProto")()
     model.ParseFromString(spiece)
-    if model.normalizer_spec.name == "nmt_nfkc_cf":
-        return spiece
-    # the rule's compiled character map, as sentencepiece's trainer writes it (trained on one line, kept only its map)
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(["a b c d e f g h"]),
-        model_writer=out,
-        vocab_size=12,
-        normalization_rule_name="nmt_nfkc_cf",
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
-    folded: Any = getattr(pb, "ModelProto")()
-    folded.ParseFromString(out.getvalue())
-    model.normalizer_spec.name = folded.normalizer_spec.name
-    model.normalizer_spec.precompiled_charsmap = folded.normalizer_spec.precompiled_charsmap
+    with tempfile.TemporaryDirectory() as tmp:
+        rule = Path(tmp) / "rule.tsv"
+        rule.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        out = io.BytesIO()
+        # trained on one line only for its compiled map of the rule (the vocabulary is thrown away)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(["a b c d e f g h"]),
+            model_writer=out,
+            vocab_size=12,
+            normalization_rule_tsv=str(rule),
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
+    compiled: Any = getattr(pb, "ModelProto")()
+    compiled.ParseFromString(out.getvalue())
+    model.normalizer_spec.name = "mobile_export_transformers"
+    model.normalizer_spec.precompiled_charsmap = compiled.normalizer_spec.precompiled_charsmap
     return model.SerializeToString()
 
 
@@ -126,7 +144,7 @@ def attach(
         else:
             spiece = Path(tmp) / "spiece.model"
             data = files[settings["vocab_file"]]
-            spiece.write_bytes(lower_cased(data) if settings.get("do_lower_case", True) else data)
+            spiece.write_bytes(normalized_like(data, files[settings["files"]["tokenizer"]]))
             tokenizer = metadata_writer.SentencePieceTokenizer(str(spiece))
         writer = metadata_writer.MetadataWriter.create(bytearray(model_bytes))
         writer.add_general_info("mobile-export", "An encoder exported by mobile-export (card: mobile_export_assets)")

@@ -1,0 +1,123 @@
+"""The .tflite in MediaPipe Tasks Text, against fp32 PyTorch: what an app that only has MediaPipe gets.
+
+    python benchmarks/litert.py classify EXPORT_DIR CHECKPOINT DATA.tsv [--limit N]
+    python benchmarks/litert.py embed EXPORT_DIR CHECKPOINT TEXTS.txt [--limit N]
+
+``classify``: each text of the TSV (label, text) given as it is to MediaPipe's ``TextClassifier`` loaded from the
+export's ``model.tflite`` (MediaPipe tokenizes and truncates with the tokenizer in the file's metadata); fp32 is the
+checkpoint in PyTorch on transformers' tokens truncated to the file's length; our runtime is LiteRT's interpreter on
+those tokens (``mobile_export.load``). Prints the share of decisive texts (fp32's top logit ahead of its second by
+``--margin``) on which MediaPipe's label is fp32's, the same for our runtime, MediaPipe's scores against our
+runtime's (the same file: they differ only where the tokenizers do), and accuracy against the labels.
+``embed``: ``TextEmbedder`` on each line of the file against fp32's vectors: every text's cosine (min, mean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _reference(checkpoint: str, length: int):
+    from mobile_export.model.loading import load_checkpoint
+    from mobile_export.model.reference import EagerRunner, tokenize
+
+    loaded = load_checkpoint(checkpoint)
+    runner = EagerRunner(loaded)
+    return loaded, runner, lambda texts: tokenize(loaded.tokenizer, texts, length)
+
+
+def _texts(path: str, limit: int | None, tsv: bool) -> tuple[list[str], list[str]]:
+    labels, texts = [], []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        label, _, text = line.partition("\t") if tsv else ("", "", line)
+        labels.append(label)
+        texts.append(text)
+    return texts[:limit], labels[:limit]
+
+
+def classify(args: argparse.Namespace) -> None:
+    from mediapipe.tasks.python import text as mp_text
+    from mediapipe.tasks.python.core.base_options import BaseOptions
+
+    from mobile_export import backends
+    from mobile_export.core.choices import Backend
+
+    path = Path(args.export) / "model.tflite"
+    ours = backends.load(Backend.LITERT).Runner(path)
+    loaded, fp32, tokenize = _reference(args.checkpoint, ours.length)
+    texts, gold = _texts(args.data, args.limit, tsv=True)
+    names = list(loaded.config.id2label.values())
+    options = mp_text.TextClassifierOptions(base_options=BaseOptions(model_asset_path=str(path)), max_results=-1)
+    classifier = mp_text.TextClassifier.create_from_options(options)
+    rows = []
+    try:
+        for text, example in zip(texts, tokenize(texts)):
+            ref = fp32.run(example.feeds)[0][0]
+            mine = ours.run(example.feeds)[0][0]
+            cats = sorted(classifier.classify(text).classifications[0].categories, key=lambda c: c.index)
+            mp = np.array([c.score for c in cats])
+            rows.append((ref, mine, mp))
+    finally:
+        classifier.close()
+    ref, mine, mp = (np.stack(x) for x in zip(*rows))
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    decisive = (top2[:, 1] - top2[:, 0]) >= args.margin
+    agree = lambda a: float((a.argmax(1) == ref.argmax(1))[decisive].mean())  # noqa: E731
+    same = np.abs(mp - mine).max(1)
+    print(f"{path}: {len(texts)} texts, {int(decisive.sum())} decisive (fp32 margin >= {args.margin})")
+    print(f"  MediaPipe TextClassifier label = fp32's on {agree(mp):.2%} of decisive texts")
+    print(f"  LiteRT interpreter (our tokens) = fp32's on {agree(mine):.2%} of decisive texts")
+    print(f"  MediaPipe vs our runtime, same file: max |score diff| {same.max():.2e}; "
+          f"{int((same > 1e-3).sum())} texts differ by > 1e-3 (their tokens differ)")
+    if all(gold):
+        index = {n: k for k, n in enumerate(names)}
+        truth = np.array([index.get(g, -1) for g in gold])
+        for name, a in (("fp32", ref), ("MediaPipe", mp), ("LiteRT", mine)):
+            print(f"  accuracy {name}: {float((a.argmax(1) == truth).mean()):.2%}")
+
+
+def embed(args: argparse.Namespace) -> None:
+    from mediapipe.tasks.python import text as mp_text
+    from mediapipe.tasks.python.core.base_options import BaseOptions
+
+    path = Path(args.export) / "model.tflite"
+    _, fp32, tokenize = _reference(args.checkpoint, args.length)
+    texts, _ = _texts(args.data, args.limit, tsv=False)
+    options = mp_text.TextEmbedderOptions(base_options=BaseOptions(model_asset_path=str(path)))
+    embedder = mp_text.TextEmbedder.create_from_options(options)
+    cosines = []
+    try:
+        for text, example in zip(texts, tokenize(texts)):
+            ref = fp32.run(example.feeds)[0][0]
+            got = np.asarray(embedder.embed(text).embeddings[0].embedding, np.float64)
+            cosines.append(float(ref @ got / (np.linalg.norm(ref) * np.linalg.norm(got))))
+    finally:
+        embedder.close()
+    c = np.array(cosines)
+    print(f"{path}: MediaPipe TextEmbedder vs fp32 on {len(c)} texts: cosine min {c.min():.4f}, mean {c.mean():.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("classify", "embed"):
+        p = sub.add_parser(name)
+        p.add_argument("export")
+        p.add_argument("checkpoint")
+        p.add_argument("data")
+        p.add_argument("--limit", type=int)
+        p.add_argument("--margin", type=float, default=0.5, help="fp32's top-1 logit lead that makes a text decisive")
+        p.add_argument("--length", type=int, default=128, help="embed: the file's length (fp32 truncated to it)")
+    args = parser.parse_args(argv)
+    (classify if args.command == "classify" else embed)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
