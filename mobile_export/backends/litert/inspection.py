@@ -17,7 +17,7 @@ from . import flatbuffer
 _INT8, _INT4 = "INT8", "INT4"
 _MATMULS = ("FULLY_CONNECTED", "BATCH_MATMUL")
 _TABLES = ("GATHER", "EMBEDDING_LOOKUP")
-_WEIGHT_MIN_BYTES = 4096  # below this a constant is a bias, scale or shape, not a weight
+_WEIGHT_MIN_BYTES = 1  # the slot says what is a weight (a matmul's second input, a lookup's table), whatever its size
 
 
 def _model(path: Path) -> Any:

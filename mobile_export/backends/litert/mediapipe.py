@@ -46,6 +46,8 @@ def needs_version_stand_in() -> bool:
     parser's version (true of the 1.2.2 wheel; the test fails when an upgrade brings it back)."""
     import importlib.util
 
+    if getattr(sys.modules.get(_VERSION_MODULE), "stand_in", False):  # ours, from an earlier call
+        return True
     try:
         return importlib.util.find_spec(_VERSION_MODULE) is None
     except ModuleNotFoundError:
@@ -77,6 +79,7 @@ def _with_version_stand_in() -> None:
         sys.modules.setdefault(".".join(parts[:k]), types.ModuleType(".".join(parts[:k])))
     stand_in = types.ModuleType(_VERSION_MODULE)
     setattr(stand_in, "GetMinimumMetadataParserVersion", minimum_parser_version)
+    setattr(stand_in, "stand_in", True)
     sys.modules[_VERSION_MODULE] = stand_in
 
 

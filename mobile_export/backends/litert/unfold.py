@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-_MIN_BYTES = 4096  # smaller constants are biases and shapes, not weights worth a second look
+_MIN_BYTES = 64  # a fully-connected weight of at least 16 floats (a tiny test model's count too)
 _RTOL = 1e-5  # a copy's columns equal the original's times their factor to float rounding
 
 
