@@ -234,7 +234,7 @@ def test_run_refuses_a_folder_that_is_not_an_export(tmp_path, capsys):
     assert code == 2 and "is neither a folder nor a file" in line
     (tmp_path / "notes.txt").write_text("hello")
     code, line = _error(["run", str(tmp_path / "notes.txt"), "text"], capsys)
-    assert code == 2 and "notes.txt: mobile-export reads .pte, .onnx, .ort and .qnn.onnx files" in line
+    assert code == 2 and "notes.txt: mobile-export reads .pte, .onnx, .ort, .qnn.onnx and .tflite files" in line
 
 
 def test_run_refuses_a_changed_artifact(exported, tmp_path, capsys):

@@ -64,7 +64,7 @@ def test_size_command_bad_input(tmp_path, capsys):
     assert code == 2 and "does not exist" in err
     (tmp_path / "x.bin").write_bytes(b"0" * 100)
     code, _, err = _run(["size", str(tmp_path / "x.bin"), "--no-memory"], capsys)
-    assert code == 2 and ".pte, .onnx, .ort and .qnn.onnx" in err and "Traceback" not in err
+    assert code == 2 and ".pte, .onnx, .ort, .qnn.onnx and .tflite" in err and "Traceback" not in err
     code, _, err = _run(["size", str(tmp_path / "x.bin"), "--budget", "tiny"], capsys)
     assert code == 2 and "play-base" in err
 
