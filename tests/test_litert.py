@@ -295,3 +295,36 @@ def test_run_and_size_read_the_tflite(tiny_checkpoint, shared_export, capsys):
     assert "sharing: preserved" in out and "memory sharing: each of the" in out, out
     assert main(["run", str(result.out), "--backend", "litert", "a fine film"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+@pytest.mark.full
+def test_a_repair_keeps_its_linears_fp32_in_the_tflite(tiny_checkpoint, tmp_path):
+    """The mixed repair's Linears (by name in the model) stay float in the .tflite, every reader of a shared one;
+    the others stay int8, and the coverage counts them as kept, not as a problem."""
+    import torch
+
+    from mobile_export.backends.base import Plan
+    from mobile_export.backends.litert import Options, coverage, export
+    from mobile_export.core.choices import Quant
+    from mobile_export.core.progress import Progress
+    from mobile_export.model.reference import ExportWrapper
+
+    loaded = load_checkpoint(str(tiny_checkpoint("text-classification", "sentencepiece")))
+    wrapper = ExportWrapper(loaded.model, loaded.task).eval()
+    linears = [n for n, m in loaded.model.named_modules() if isinstance(m, torch.nn.Linear)]
+    ffn = next(n for n in linears if n.endswith(".ffn"))
+    layers = int(loaded.config.num_hidden_layers)
+    counts = {}
+    for keep in ((), (ffn,)):
+        plan = Plan(Quant.INT8, 16, int(loaded.config.vocab_size), False, Options(), keep=keep,
+                    signature=loaded.family.signature)
+        dest = tmp_path / f"keep{len(keep)}" / "model.tflite"
+        dest.parent.mkdir()
+        with torch.no_grad():
+            stats = export(wrapper, plan, dest, Progress(enabled=False))
+        counts[keep] = coverage(dest, Quant.INT8)
+        assert counts[keep].problems == ()
+    assert counts[()].kept_fp32_weight_matmuls == 0 and counts[()].fp32_weight_matmuls == 0
+    kept = counts[(ffn,)]
+    assert kept.kept_fp32_weight_matmuls == layers and stats["litert"]["kept_fp32_ops"] == layers
+    assert kept.quantized_weight_matmuls == counts[()].quantized_weight_matmuls - layers

@@ -33,21 +33,20 @@ def _names() -> tuple[dict[int, str], dict[int, str]]:
     return table(schema.BuiltinOperator), table(schema.TensorType)
 
 
-def _weights(model: Any) -> Iterator[tuple[str, int, int, Any]]:
-    """(operator, weight slot, buffer index, tensor) of every constant a matmul or table lookup reads."""
+def _weights(model: Any) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(operator name, operator, subgraph, weight tensor) of every constant a matmul or table lookup reads."""
     ops, _ = _names()
     for subgraph in model.subgraphs or []:
         for op in subgraph.operators or []:
             code = model.operatorCodes[op.opcodeIndex]
             name = ops.get(max(code.builtinCode, code.deprecatedBuiltinCode), "")
-            slots = (1,) if name in _MATMULS else (0,) if name in _TABLES else ()
-            for slot in slots:
-                if slot >= len(op.inputs) or op.inputs[slot] < 0:
-                    continue
-                tensor = subgraph.tensors[op.inputs[slot]]
-                data = model.buffers[tensor.buffer].data
-                if data is not None and len(data) >= _WEIGHT_MIN_BYTES:
-                    yield name, slot, tensor.buffer, tensor
+            slot = 1 if name in _MATMULS else 0 if name in _TABLES else None
+            if slot is None or slot >= len(op.inputs) or op.inputs[slot] < 0:
+                continue
+            tensor = subgraph.tensors[op.inputs[slot]]
+            data = model.buffers[tensor.buffer].data
+            if data is not None and len(data) >= _WEIGHT_MIN_BYTES:
+                yield name, op, subgraph, tensor
 
 
 def _type(tensor: Any) -> str:
@@ -66,26 +65,34 @@ def int4_group_size(path: Path) -> None:
 
 
 def coverage(path: Path, quant: Quant) -> MatmulCoverage:
-    """Weight matmuls reading integer weights, and those reading float ones (a problem in a quantized export)."""
-    quantized, fp32 = 0, []
-    for op, _slot, _buffer, tensor in _weights(_model(path)):
-        if op not in _MATMULS:
+    """Weight matmuls reading integer weights, those left fp32 on purpose (a repair's, ``keep.KEPT_SCOPE``), and
+    the other float ones (a problem in a quantized export)."""
+    from .keep import KEPT_SCOPE
+
+    quantized, fp32, kept = 0, [], []
+    for name, op, subgraph, tensor in _weights(_model(path)):
+        if name not in _MATMULS:
             continue
         if _type(tensor) in (_INT8, _INT4):
             quantized += 1
+        elif _text(subgraph.tensors[op.outputs[0]].name).startswith(KEPT_SCOPE + "/"):
+            kept.append(_text(tensor.name))
         else:
-            name = tensor.name.decode() if isinstance(tensor.name, bytes) else str(tensor.name)
-            fp32.append(name)
+            fp32.append(_text(tensor.name))
     problems: tuple[str, ...] = ()
     if quant is not Quant.FP32 and fp32:
         problems = (f"{len(fp32)} weight matmuls without integer weights ({', '.join(fp32[:4])})",)
-    return MatmulCoverage(quant, quantized, len(fp32), tuple(fp32[:20]), problems)
+    return MatmulCoverage(quant, quantized, len(fp32), tuple(fp32[:20]), problems, len(kept), tuple(sorted(set(kept))))
+
+
+def _text(name: Any) -> str:
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def blobs(path: Path) -> tuple[list[bytes], int]:
     """The stored weight buffers (each once, whatever reads it); no delegate graphs (XNNPACK's are built at load)."""
     model = _model(path)
-    seen = sorted({buffer for *_, buffer, _t in _weights(model)})
+    seen = sorted({t.buffer for *_, t in _weights(model)})
     return [np.asarray(model.buffers[b].data, np.uint8).tobytes() for b in seen], 0
 
 
@@ -95,8 +102,8 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     next matmul) is a second weight, which the verdict counts."""
     model = _model(path)
     readers: dict[int, int] = {}
-    for *_, buffer, _t in _weights(model):
-        readers[buffer] = readers.get(buffer, 0) + 1
+    for *_, tensor in _weights(model):
+        readers[tensor.buffer] = readers.get(tensor.buffer, 0) + 1
     digests: dict[str, int] = {}
     copies = 0
     for buffer in readers:

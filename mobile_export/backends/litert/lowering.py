@@ -16,6 +16,7 @@ from ..base import ExportStats, Plan
 from ..fixed import per_token_outputs
 from . import flatbuffer
 from .metadata import INPUTS, META_KEY
+from .keep import KEEP_RECIPE, mark_kept
 from .unfold import unfold
 
 if TYPE_CHECKING:
@@ -57,13 +58,6 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
 
     from ...model.stages import with_inputs
 
-    if plan.keep:
-        from ...core.errors import UnsupportedError
-
-        raise UnsupportedError(
-            "the .tflite cannot keep chosen Linears fp32 yet (a repair's mixed precision); "
-            "export it with --repair none, or use --backend onnx / executorch for the repaired model"
-        )
     module = with_inputs(wrapper, plan.signature.inputs)
     traced = _Int32Inputs.wrap(module, plan.signature.inputs)
     length = plan.max_len
@@ -82,11 +76,15 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
                 edge.export(str(fp32))
             model = flatbuffer.read(fp32.read_bytes(), fp32.name)
             unfolded = unfold(model)  # ALBERT's query/key/value read from one copy again
+            marked = mark_kept(model, [_weight(wrapper, name) for name in plan.keep])
+            if len(plan.keep) > marked:
+                raise RuntimeError(f"found {marked} matmuls for the {len(plan.keep)} Linears to keep fp32")
             fp32.write_bytes(flatbuffer.write(model))
             recipe = RECIPES.get(plan.quant)
             if recipe is not None:
-                with progress.step(f"litert: {recipe} (ai-edge-quantizer)"):
-                    data = _quantized(fp32, recipe)
+                kept = f", {len(plan.keep)} Linears kept fp32" if plan.keep else ""
+                with progress.step(f"litert: {recipe} (ai-edge-quantizer){kept}"):
+                    data = _quantized(fp32, recipe, bool(plan.keep))
             else:
                 data = fp32.read_bytes()
         finally:
@@ -102,6 +100,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         "quantization": recipe or "none (fp32)",
         "deduplicated_bytes": saved,
         "unfolded": unfolded,
+        **({"kept_fp32": list(plan.keep), "kept_fp32_ops": marked} if plan.keep else {}),
     }
     flatbuffer.add_entry(model, META_KEY, json.dumps(facts).encode())
     tmp = dest.with_name(dest.name + ".tmp")
@@ -110,14 +109,22 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
     return {"litert": facts}
 
 
-def _quantized(path: Path, recipe: str) -> bytes:
-    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes."""
+def _weight(wrapper: torch.nn.Module, name: str) -> Any:
+    """The fp32 weight of the model's Linear ``name`` (a repair's, by name in the model) as ``[out, in]``."""
+    model = getattr(wrapper, "model")
+    return model.get_submodule(name).weight.detach().float().numpy()
+
+
+def _quantized(path: Path, recipe: str, keep: bool = False) -> bytes:
+    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes; with ``keep``, the matmuls
+    ``keep.mark_kept`` marked left float (a later recipe entry wins)."""
     from ai_edge_quantizer import quantizer
     from ai_edge_quantizer import recipe as recipes
 
+    entries = [*getattr(recipes, recipe)(), *([KEEP_RECIPE] if keep else [])]
     with _quiet():
         q = quantizer.Quantizer(str(path))
-        q.load_quantization_recipe(getattr(recipes, recipe)())
+        q.load_quantization_recipe(entries)
         result = q.quantize()
     if result.quantized_model is None:
         raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
