@@ -218,7 +218,7 @@ def test_quantizer_writes_weights_after_the_flatbuffer_which_mediapipe_drops(tmp
     fp32 = tmp_path / "fp32.tflite"
     with _quiet():
         litert_torch.convert(Wide().eval(), sample_kwargs=example).export(str(fp32))
-    raw = _quantized(fp32, "dynamic_wi8_afp32")
+    raw, _ = _quantized(fp32, "dynamic_wi8_afp32")
     assert mediapipe.external_buffers(raw) >= 1, "the quantizer keeps every buffer inside: the read-back may go"
     settings = {"kind": "wordpiece", "vocab_file": "vocab.txt"}
     files = {"vocab.txt": "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"]).encode()}

@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 from quantize.schemes import table_group_size
 
 from ..assets.embedded import ASSETS_KEY, IDENTITY_KEY
-from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Backend, Quant
+from ..core.choices import Backend, Quant
 from ..core.figures import mib
 from ..model.families import FAMILIES, Family, family_of
 from .budgets import Budget, budget_verdict
@@ -81,9 +81,14 @@ def tied_embeddings(model) -> bool:
     return bool(out is not None and out.weight is model.get_input_embeddings().weight)
 
 
+PER_ROW = 0  # a "group size" for 4-bit weights with one scale per row (ai-edge-quantizer's channelwise)
+
+
 def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bool) -> list[int]:
     """Byte sizes of the blobs a [rows, width] matrix becomes at 4 bits: packed codes (a Linear's padded to
     whole groups, a lookup table's not) and its scales (fp32 per group; XNNPACK's Linears bf16)."""
+    if group_size == PER_ROW:  # one scale per row, the codes unpadded (scales in the file's tensor parameters)
+        return [(rows * width + 1) // 2]
     blocks = -(-width // group_size)
     if table and xnnpack:  # embedding_4bit: groups that tile the row
         return [(rows * width + 1) // 2, rows * (width // table_group_size(width, group_size)) * 4]
@@ -199,7 +204,9 @@ def breakdown(
             {"weights_bytes": stored, "overhead_bytes": len(data) - stored, "groups": None, "sharing_preserved": None}
         )
         return out
-    group_size = (stored_group or DEFAULT_INT4_GROUP_SIZE) if quant == "int4" else None  # the file's, else the default
+    # the file's group size; a 4-bit file whose format names none stores one scale per row (the .tflite's
+    # per-channel 4 bits: PER_ROW)
+    group_size = (stored_group or PER_ROW) if quant == "int4" else None
     xnnpack = backends.for_path(path) is Backend.EXECUTORCH
     model, config = _meta_model(model_info)
     groups, extra_copies, unmatched, unquantized = _match(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.signature import INPUT_NAMES
 from ..base import ExportStats
 from .metadata import INPUTS, SIGNATURE
 
@@ -18,10 +19,11 @@ def usage(stats: ExportStats) -> dict[str, Any]:
         "calling_convention": {
             "name": "fixed-length-int32/1",
             "signature": SIGNATURE,
-            "inputs": list(INPUTS),
+            "inputs": stats.get("inputs", list(INPUT_NAMES)),
+            "tensors": dict(zip(INPUT_NAMES, INPUTS)),
             "dtype": "int32",
             "shape": [1, length],
-            "maps": {"ids": "input_ids", "mask": "attention_mask", "segment_ids": "token_type_ids (0 without them)"},
+            "segment_ids": "zeros where the model takes no token_type_ids (DistilBERT): MediaPipe feeds all three",
             "loop": f"right-pad every input to {length} tokens (id 0, mask 0); read the first n positions of "
             f"per-token outputs ({', '.join(facts.get('per_token_outputs', [])) or 'none'}); outputs output_0.. in "
             "the manifest's order",

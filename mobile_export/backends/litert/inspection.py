@@ -16,7 +16,7 @@ from . import flatbuffer
 
 _INT8, _INT4 = "INT8", "INT4"
 _MATMULS = ("FULLY_CONNECTED", "BATCH_MATMUL")
-_TABLES = ("GATHER", "EMBEDDING_LOOKUP")
+_TABLES = {"GATHER": 0, "EMBEDDING_LOOKUP": 1}  # the table's input slot
 _WEIGHT_MIN_BYTES = 1  # the slot says what is a weight (a matmul's second input, a lookup's table), whatever its size
 
 
@@ -40,7 +40,7 @@ def _weights(model: Any) -> Iterator[tuple[str, Any, Any, Any]]:
         for op in subgraph.operators or []:
             code = model.operatorCodes[op.opcodeIndex]
             name = ops.get(max(code.builtinCode, code.deprecatedBuiltinCode), "")
-            slot = 1 if name in _MATMULS else 0 if name in _TABLES else None
+            slot = 1 if name in _MATMULS else _TABLES.get(name)
             if slot is None or slot >= len(op.inputs) or op.inputs[slot] < 0:
                 continue
             tensor = subgraph.tensors[op.inputs[slot]]
@@ -59,9 +59,12 @@ def stored_quant(path: Path) -> Quant:
     return Quant.INT4 if _INT4 in kinds else Quant.INT8 if _INT8 in kinds else Quant.FP32
 
 
-def int4_group_size(path: Path) -> None:
-    """None: ai-edge-quantizer's 4-bit weights are per channel, not in groups."""
-    return None
+def int4_group_size(path: Path) -> int | None:
+    """Values per scale of the 4-bit weights (ai-edge-quantizer's blocks), None per channel or without any."""
+    from .metadata import facts
+
+    weights = str(facts(flatbuffer.entries(_model(path))).get("weights", ""))
+    return int(weights.split("_")[1]) if weights.startswith("blockwise_") else None
 
 
 def coverage(path: Path, quant: Quant) -> MatmulCoverage:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # tensor at run time: XNNPACK's int8 kernels), measured against weight-only int8 (weights dequantized, float math) in
 # BENCHMARKS "LiteRT": the dynamic recipe is the one whose latency beats fp32's on the phone's CPU.
 RECIPES = {Quant.INT8: "dynamic_wi8_afp32", Quant.INT4: "dynamic_wi4_afp32"}
+BLOCKS = (32, 64, 128, 256)  # the 4-bit block sizes ai-edge-quantizer offers (``QuantGranularity``)
 
 
 class _Int32Inputs:
@@ -84,13 +85,15 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
             if recipe is not None:
                 kept = f", {len(plan.keep)} Linears kept fp32" if plan.keep else ""
                 with progress.step(f"litert: {recipe} (ai-edge-quantizer){kept}"):
-                    data = _quantized(fp32, recipe, bool(plan.keep))
+                    block = plan.group_size if plan.quant is Quant.INT4 else None
+                    data, granularity = _quantized(fp32, recipe, bool(plan.keep), block)
             else:
-                data = fp32.read_bytes()
+                data, granularity = fp32.read_bytes(), "float"
         finally:
             fp32.unlink(missing_ok=True)
     model = flatbuffer.read(data, dest.name)
     saved = flatbuffer.dedupe(model)
+    names = flatbuffer.short_names(model)
     facts = {
         "sequence_length": length,
         "inputs": list(INPUTS),
@@ -98,7 +101,9 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         "outputs": outputs,
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "quantization": recipe or "none (fp32)",
+        "weights": granularity,
         "deduplicated_bytes": saved,
+        "tensor_name_bytes_saved": names,
         "unfolded": unfolded,
         **({"kept_fp32": list(plan.keep), "kept_fp32_ops": marked} if plan.keep else {}),
     }
@@ -115,20 +120,37 @@ def _weight(wrapper: torch.nn.Module, name: str) -> Any:
     return model.get_submodule(name).weight.detach().float().numpy()
 
 
-def _quantized(path: Path, recipe: str, keep: bool = False) -> bytes:
-    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes; with ``keep``, the matmuls
-    ``keep.mark_kept`` marked left float (a later recipe entry wins)."""
+def _quantized(path: Path, recipe: str, keep: bool = False, block: int | None = None) -> tuple[bytes, str]:
+    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes, and the weights' granularity;
+    with ``keep``, the matmuls ``keep.mark_kept`` marked left float (a later recipe entry wins); ``block``: 4-bit
+    weights in blocks of that many input values (as the other formats' int4 groups), per channel where the
+    quantizer refuses the block (a width it does not divide)."""
+    import copy
+
     from ai_edge_quantizer import quantizer
     from ai_edge_quantizer import recipe as recipes
 
-    entries = [*getattr(recipes, recipe)(), *([KEEP_RECIPE] if keep else [])]
-    with _quiet():
-        q = quantizer.Quantizer(str(path))
-        q.load_quantization_recipe(entries)
-        result = q.quantize()
-    if result.quantized_model is None:
-        raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
-    return bytes(result.quantized_model)
+    base = [*getattr(recipes, recipe)(), *([KEEP_RECIPE] if keep else [])]
+    tried = [f"BLOCKWISE_{block}"] if block in BLOCKS else []
+    for granularity in [*tried, "CHANNELWISE"]:
+        entries = copy.deepcopy(base)
+        for entry in entries:
+            weights = (entry.get("op_config") or {}).get("weight_tensor_config")
+            if weights:
+                weights["granularity"] = granularity
+        try:
+            with _quiet():
+                q = quantizer.Quantizer(str(path))
+                q.load_quantization_recipe(entries)
+                result = q.quantize()
+        except ValueError as exc:
+            if granularity != "CHANNELWISE" and "divisible" in str(exc):
+                continue
+            raise
+        if result.quantized_model is None:
+            raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
+        return bytes(result.quantized_model), granularity.lower()
+    raise AssertionError("unreachable: CHANNELWISE is always tried")
 
 
 @contextlib.contextmanager
