@@ -2,6 +2,7 @@
 
     python benchmarks/litert.py classify EXPORT_DIR CHECKPOINT DATA.tsv [--limit N]
     python benchmarks/litert.py embed EXPORT_DIR CHECKPOINT TEXTS.txt [--limit N]
+    python benchmarks/litert.py recipes CHECKPOINT DATA.tsv [--limit N] [--length 128]
 
 ``classify``: each text of the TSV (label, text) given as it is to MediaPipe's ``TextClassifier`` loaded from the
 export's ``model.tflite`` (MediaPipe tokenizes and truncates with the tokenizer in the file's metadata); fp32 is the
@@ -10,6 +11,10 @@ those tokens (``mobile_export.load``). Prints the share of decisive texts (fp32'
 ``--margin``) on which MediaPipe's label is fp32's, the same for our runtime, MediaPipe's scores against our
 runtime's (the same file: they differ only where the tokenizers do), and accuracy against the labels.
 ``embed``: ``TextEmbedder`` on each line of the file against fp32's vectors: every text's cosine (min, mean).
+``recipes``: the checkpoint converted by litert-torch as it comes (its default output), then each of
+ai-edge-quantizer's int8 recipes on it, and what our lowering adds (query/key/value unfolded, equal buffers once,
+short tensor names): bytes, SQNR against fp32 on the texts (truncated to the length), and the interpreter's median
+latency per text at that length on one thread (XNNPACK).
 """
 
 from __future__ import annotations
@@ -103,19 +108,75 @@ def embed(args: argparse.Namespace) -> None:
     print(f"{path}: MediaPipe TextEmbedder vs fp32 on {len(c)} texts: cosine min {c.min():.4f}, mean {c.mean():.4f}")
 
 
+def recipes(args: argparse.Namespace) -> None:
+    import tempfile
+    import time
+
+    import torch
+
+    from mobile_export.backends.litert import flatbuffer
+    from mobile_export.backends.litert.lowering import _Int32Inputs, _quantized, _quiet
+    from mobile_export.backends.litert.unfold import unfold
+    from mobile_export.model.reference import ExportWrapper
+
+    loaded, fp32, tokenize = _reference(args.checkpoint, args.length)
+    texts, _ = _texts(args.data, args.limit, tsv=True)
+    examples = tokenize(texts)
+    refs = [fp32.run(e.feeds)[0][0] for e in examples]
+    module = _Int32Inputs.wrap(ExportWrapper(loaded.model, loaded.task).eval(), loaded.family.signature.inputs)
+    example = {n: torch.ones(1, args.length, dtype=torch.int32) for n in ("ids", "mask", "segment_ids")}
+    tmp = Path(tempfile.mkdtemp())
+    with _quiet(), torch.no_grad():
+        import litert_torch
+
+        litert_torch.convert(module, sample_kwargs=example).export(str(tmp / "default.tflite"))
+    model = flatbuffer.read((tmp / "default.tflite").read_bytes(), "default")
+    unfold(model)
+    flatbuffer.dedupe(model)
+    flatbuffer.short_names(model)
+    (tmp / "ours.tflite").write_bytes(flatbuffer.write(model))
+    files = {"litert-torch default (fp32)": (tmp / "default.tflite").read_bytes()}
+    for recipe in ("dynamic_wi8_afp32", "weight_only_wi8_afp32"):
+        files[f"litert-torch + {recipe}"] = _quantized(tmp / "default.tflite", recipe)
+        quantized = flatbuffer.read(_quantized(tmp / "ours.tflite", recipe), recipe)
+        flatbuffer.short_names(quantized)
+        files[f"ours: {recipe}"] = flatbuffer.write(quantized)
+    from ai_edge_litert import interpreter
+
+    print(f"{args.checkpoint}: {len(texts)} texts at {args.length} tokens")
+    for name, data in files.items():
+        path = tmp / "x.tflite"
+        path.write_bytes(data)
+        runner = interpreter.Interpreter(model_path=str(path), num_threads=1).get_signature_runner()
+        outs, times = [], []
+        for e in examples:
+            feeds = {}
+            for ours, theirs in (("ids", "input_ids"), ("mask", "attention_mask"), ("segment_ids", "token_type_ids")):
+                row = np.zeros((1, args.length), np.int32)
+                row[0, : e.length] = e.feeds[theirs][0]
+                feeds[ours] = row
+            t0 = time.perf_counter()
+            outs.append(np.asarray(runner(**feeds)["output_0"])[0])
+            times.append(time.perf_counter() - t0)
+        err = np.stack(outs) - np.stack(refs)
+        sqnr = 10 * np.log10(np.sum(np.stack(refs) ** 2) / max(float(np.sum(err**2)), 1e-30))
+        print(f"  {name:40s} {len(data):>12,} B  SQNR {sqnr:5.1f} dB  {1000 * float(np.median(times)):7.2f} ms/text")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("classify", "embed"):
+    for name in ("classify", "embed", "recipes"):
         p = sub.add_parser(name)
-        p.add_argument("export")
+        if name != "recipes":
+            p.add_argument("export")
         p.add_argument("checkpoint")
         p.add_argument("data")
         p.add_argument("--limit", type=int)
         p.add_argument("--margin", type=float, default=0.5, help="fp32's top-1 logit lead that makes a text decisive")
         p.add_argument("--length", type=int, default=128, help="embed: the file's length (fp32 truncated to it)")
     args = parser.parse_args(argv)
-    (classify if args.command == "classify" else embed)(args)
+    {"classify": classify, "embed": embed, "recipes": recipes}[args.command](args)
     return 0
 
 

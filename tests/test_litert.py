@@ -20,6 +20,7 @@ from mobile_export.cli.main import main
 from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import EagerRunner, tokenize
 from mobile_export.parity.texts import builtin_texts
+from hostile_commands import assert_refused_by_every_command
 
 LITERT = ExportOptions(backends=(Backend.LITERT,), measure_memory=False)
 EXTRA = ["The Movie WAS Great!", "``Quoted'' text,   spaced\tout", "naïve café déjà vu", "", "a " * 300]
@@ -218,7 +219,7 @@ def test_quantizer_writes_weights_after_the_flatbuffer_which_mediapipe_drops(tmp
     fp32 = tmp_path / "fp32.tflite"
     with _quiet():
         litert_torch.convert(Wide().eval(), sample_kwargs=example).export(str(fp32))
-    raw, _ = _quantized(fp32, "dynamic_wi8_afp32")
+    raw = _quantized(fp32, "dynamic_wi8_afp32")
     assert mediapipe.external_buffers(raw) >= 1, "the quantizer keeps every buffer inside: the read-back may go"
     settings = {"kind": "wordpiece", "vocab_file": "vocab.txt"}
     files = {"vocab.txt": "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"]).encode()}
@@ -232,9 +233,9 @@ def test_quantizer_writes_weights_after_the_flatbuffer_which_mediapipe_drops(tmp
 
 
 def _tampered(data: bytes) -> bytes:
-    """The good file with one tensor's buffer index pointing far outside the model."""
+    """The good file with one operator's code index pointing far outside the model."""
     model = flatbuffer.read(data, "good")
-    model.subgraphs[0].tensors[0].buffer = 10**6
+    model.subgraphs[0].operators[0].opcodeIndex = 10**6
     return flatbuffer.write(model)
 
 
@@ -266,21 +267,8 @@ def test_hostile_tflite_is_refused_by_every_command(tiny_checkpoint, shared_expo
         path.write_bytes(b"\x08\x07\x12\x04" + os.urandom(64))  # an ONNX protobuf's first bytes, named .tflite
     else:
         path.write_bytes(build(good.read_bytes()))
-    runs = {
-        "parity": ["parity", str(ckpt), str(path), "--out", str(tmp_path / "parity-out"), "--quiet"],
-        "size": ["size", str(path), "--checkpoint", str(ckpt), "--no-memory"],
-        "bench": ["bench", str(path), "--runs", "1", "--seq-lens", "8", "--threads", "1",
-                  "--json", str(tmp_path / "bench.json")],
-    }
-    for command, argv in runs.items():
-        code = main(argv)
-        err = capsys.readouterr().err
-        lines = [line for line in err.splitlines() if line.startswith("mobile-export")]
-        assert code == 2, (command, code, err[-2000:])
-        assert len(lines) == 1 and "Traceback" not in err, (command, err[-2000:])
-        assert words in lines[0] and str(path) in lines[0] or path.name in lines[0], (command, lines[0])
+    assert_refused_by_every_command(ckpt, path, tmp_path, capsys, words)
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.tflite"]
-    assert not (tmp_path / "parity-out").exists() and not (tmp_path / "bench.json").exists()
 
 
 @pytest.mark.full
@@ -328,3 +316,23 @@ def test_a_repair_keeps_its_linears_fp32_in_the_tflite(tiny_checkpoint, tmp_path
     kept = counts[(ffn,)]
     assert kept.kept_fp32_weight_matmuls == layers and stats["litert"]["kept_fp32_ops"] == layers
     assert kept.quantized_weight_matmuls == counts[()].quantized_weight_matmuls - layers
+
+
+@pytest.mark.full
+def test_demo_int4_tflite_passes_default_thresholds(shared_export, tmp_path_factory):
+    """The trained demo at 4 bits (ai-edge-quantizer's blocks where a width allows, else a scale per row) passes
+    int4's default limits in LiteRT on its 1,667 test reviews (random tiny models do not: tests/test_roundtrip.py;
+    on the built-in mixed texts its 65-128-token bucket measured 13.4 dB, below the limit: the gate refuses it)."""
+    from mobile_export.core.choices import Quant
+    from mobile_export.core.thresholds import INT4_MIN_SQNR_DB
+    from mobile_export.demo import MODEL_DIR
+    from mobile_export.demo.data import write_split
+
+    data = tmp_path_factory.mktemp("demo-split") / "test.tsv"
+    write_split("test", data)
+    options = ExportOptions(**{**LITERT.__dict__, "quant": Quant.INT4, "data": str(data)})
+    result = shared_export(MODEL_DIR, options)
+    [art] = result.artifacts
+    assert art.parity.passed and art.parity.sqnr_db > INT4_MIN_SQNR_DB + 5, art.parity.failures
+    assert art.stats["litert"]["weights"] == "blockwise_32" and art.stats["litert"]["per_channel_ops"] > 0
+    assert backends.detect_quant(result.out / "model.tflite") is Quant.INT4

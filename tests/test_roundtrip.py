@@ -52,6 +52,12 @@ INT4_CHECKPOINT = {"initializer_range": 0.02}
 # trips check the machinery with these limits (a wrong scale or layout is below 0 dB); the default
 # limits are checked on the trained demo model (tests/test_int4.py: .pte 29.8 dB, .onnx 31.2 dB).
 INT4_PTE_LIMITS = Thresholds(min_agreement=0.98, min_sqnr_db=12.0, min_example_sqnr_db=8.0)
+# The .tflite's int4 (ai-edge-quantizer's dynamic 4-bit: blocks where the width allows, else a scale per row) on
+# the same random models: 8.3 dB for the classifier, 14-19 dB for the others (weight-only 4-bit: 12.9 dB), against
+# 23.9 dB and fp32's labels on all 1,667 test reviews at the default limits on the trained demo
+# (tests/test_litert.py). Its round trips check the machinery with these limits, exported alone as the .pte's.
+INT4_LITERT_LIMITS = Thresholds(min_agreement=0.9, min_sqnr_db=5.0, min_example_sqnr_db=3.0)
+OWN_INT4_LIMITS = {Backend.EXECUTORCH: INT4_PTE_LIMITS, Backend.LITERT: INT4_LITERT_LIMITS}
 MIN_SQNR = {Quant.INT8: (20.0, 15.0), Quant.INT4: (15.0, 10.0)}  # (overall, per example) = the defaults
 
 
@@ -76,19 +82,18 @@ def _feeds(ids: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("task,backend,quant,tok", CASES, ids=lambda v: getattr(v, "value", v))
 def test_roundtrip(tiny_checkpoint, shared_export, task, backend, quant, tok):
     ckpt = tiny_checkpoint(task, tok, **(INT4_CHECKPOINT if quant is Quant.INT4 else {}))
-    pte_int4 = backend is Backend.EXECUTORCH and quant is Quant.INT4
+    own = OWN_INT4_LIMITS.get(backend) if quant is Quant.INT4 else None
     # Default thresholds: random-weight tiny models have many near-tied logits (per-token decisions
     # over a 500-word vocabulary with margins below int8 noise); decisive agreement leaves those out.
-    # the .pte's int4 is exported alone: its limits are its own (above)
-    formats = tuple(b for b, q in backends.combinations()
-                    if q is quant and (b is Backend.EXECUTORCH and q is Quant.INT4) == pte_int4)
-    result = shared_export(ckpt, ExportOptions(backends=formats, quant=quant, measure_memory=False,
-                                               thresholds=INT4_PTE_LIMITS if pte_int4 else None))
+    # the .pte's and the .tflite's int4 are exported alone: their limits are their own (above)
+    formats = (backend,) if own else tuple(
+        b for b, q in backends.combinations() if q is quant and not (q is Quant.INT4 and b in OWN_INT4_LIMITS))
+    result = shared_export(ckpt, ExportOptions(backends=formats, quant=quant, measure_memory=False, thresholds=own))
     out = result.out
     [art] = [a for a in result.artifacts if a.backend is backend]
     assert art.parity.passed, art.parity.failures
-    assert art.parity.thresholds == (INT4_PTE_LIMITS if pte_int4 else Thresholds.default_for(quant))
-    limits = (INT4_PTE_LIMITS.min_sqnr_db, INT4_PTE_LIMITS.min_example_sqnr_db) if pte_int4 else MIN_SQNR.get(quant)
+    assert art.parity.thresholds == (own or Thresholds.default_for(quant))
+    limits = (own.min_sqnr_db, own.min_example_sqnr_db) if own else MIN_SQNR.get(quant)
     if quant is Quant.FP32:
         assert art.parity.max_abs_diff <= 1e-4
     else:
@@ -99,7 +104,9 @@ def test_roundtrip(tiny_checkpoint, shared_export, task, backend, quant, tok):
         assert art.parity.n_decisive + art.parity.near_ties == art.parity.n_decisions
         # the gate still reads many decisions (random fill-mask logits over 500 words are mostly near-ties;
         # with int4's narrow weights almost all of them: a handful stay decisive)
-        assert art.parity.n_decisive >= (0.1 * art.parity.n_decisions if quant is not Quant.INT4 else 1)
+        # (the .tflite's 4-bit error on them leaves none decisive: its SQNR above is what it is held to)
+        least = 0.1 * art.parity.n_decisions if quant is not Quant.INT4 else 0 if backend is Backend.LITERT else 1
+        assert art.parity.n_decisive >= least
     cov = art.parity.coverage
     assert not cov.problems
     if backend is Backend.EXECUTORCH:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from .base import Plan
 
 if TYPE_CHECKING:
@@ -25,6 +26,23 @@ def pad(
         row[:, : np.shape(feeds[name])[1]] = feeds[name]
         padded[name] = row
     return padded
+
+
+def text_length(feeds: dict[str, np.ndarray], length: int, what: str) -> int:
+    """The tokens of the one text in ``feeds``; BadInputError naming ``what`` file when it is not one text of at
+    most ``length`` tokens."""
+    ids = np.asarray(feeds["input_ids"])
+    if ids.shape[0] != 1 or ids.shape[1] > length:
+        raise BadInputError(
+            f"{what} takes one text of at most {length} tokens, got {ids.shape[0]} x {ids.shape[1]}; "
+            "export with a larger --max-seq-len"
+        )
+    return int(ids.shape[1])
+
+
+def cut(outputs: list[np.ndarray], per_token: list[bool], n: int) -> list[np.ndarray]:
+    """The outputs of a padded run as an unpadded run of ``n`` tokens gives them (per-token ones cut back)."""
+    return [o[:, :n] if token else o for o, token in zip(outputs, per_token)]
 
 
 def per_token_outputs(module: torch.nn.Module, plan: Plan) -> list[bool]:

@@ -16,7 +16,7 @@ from ..base import ExportStats, Plan
 from ..fixed import per_token_outputs
 from . import flatbuffer
 from .metadata import INPUTS, META_KEY
-from .keep import KEEP_RECIPE, mark_kept
+from .keep import KEEP_RECIPE, PER_CHANNEL_SCOPE, mark_kept, mark_per_channel
 from .unfold import unfold
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
             model = flatbuffer.read(fp32.read_bytes(), fp32.name)
             unfolded = unfold(model)  # ALBERT's query/key/value read from one copy again
             marked = mark_kept(model, [_weight(wrapper, name) for name in plan.keep])
+            block = plan.group_size if plan.quant is Quant.INT4 and plan.group_size in BLOCKS else None
+            per_row = mark_per_channel(model, block) if block else 0
             if len(plan.keep) > marked:
                 raise RuntimeError(f"found {marked} matmuls for the {len(plan.keep)} Linears to keep fp32")
             fp32.write_bytes(flatbuffer.write(model))
@@ -85,10 +87,9 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
             if recipe is not None:
                 kept = f", {len(plan.keep)} Linears kept fp32" if plan.keep else ""
                 with progress.step(f"litert: {recipe} (ai-edge-quantizer){kept}"):
-                    block = plan.group_size if plan.quant is Quant.INT4 else None
-                    data, granularity = _quantized(fp32, recipe, bool(plan.keep), block)
+                    data = _quantized(fp32, recipe, bool(plan.keep), block)
             else:
-                data, granularity = fp32.read_bytes(), "float"
+                data = fp32.read_bytes()
         finally:
             fp32.unlink(missing_ok=True)
     model = flatbuffer.read(data, dest.name)
@@ -101,7 +102,8 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         "outputs": outputs,
         "per_token_outputs": [n for n, t in zip(outputs, per_token) if t],
         "quantization": recipe or "none (fp32)",
-        "weights": granularity,
+        "weights": f"blockwise_{block}" if block else "channelwise" if recipe else "float",
+        **({"per_channel_ops": per_row} if per_row else {}),
         "deduplicated_bytes": saved,
         "tensor_name_bytes_saved": names,
         "unfolded": unfolded,
@@ -120,37 +122,30 @@ def _weight(wrapper: torch.nn.Module, name: str) -> Any:
     return model.get_submodule(name).weight.detach().float().numpy()
 
 
-def _quantized(path: Path, recipe: str, keep: bool = False, block: int | None = None) -> tuple[bytes, str]:
-    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes, and the weights' granularity;
-    with ``keep``, the matmuls ``keep.mark_kept`` marked left float (a later recipe entry wins); ``block``: 4-bit
-    weights in blocks of that many input values (as the other formats' int4 groups), per channel where the
-    quantizer refuses the block (a width it does not divide)."""
+def _quantized(path: Path, recipe: str, keep: bool = False, block: int | None = None) -> bytes:
+    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes. ``keep``: the matmuls
+    ``keep.mark_kept`` marked left float; ``block``: 4-bit weights in blocks of that many input values (as the other
+    formats' int4 groups), those ``keep.mark_per_channel`` marked one scale per row (a later recipe entry wins)."""
     import copy
 
     from ai_edge_quantizer import quantizer
     from ai_edge_quantizer import recipe as recipes
 
-    base = [*getattr(recipes, recipe)(), *([KEEP_RECIPE] if keep else [])]
-    tried = [f"BLOCKWISE_{block}"] if block in BLOCKS else []
-    for granularity in [*tried, "CHANNELWISE"]:
-        entries = copy.deepcopy(base)
+    entries = list(getattr(recipes, recipe)())
+    if block is not None:
+        per_row = copy.deepcopy(entries[-1])
+        per_row["regex"] = f"^{PER_CHANNEL_SCOPE}/"
         for entry in entries:
-            weights = (entry.get("op_config") or {}).get("weight_tensor_config")
-            if weights:
-                weights["granularity"] = granularity
-        try:
-            with _quiet():
-                q = quantizer.Quantizer(str(path))
-                q.load_quantization_recipe(entries)
-                result = q.quantize()
-        except ValueError as exc:
-            if granularity != "CHANNELWISE" and "divisible" in str(exc):
-                continue
-            raise
-        if result.quantized_model is None:
-            raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
-        return bytes(result.quantized_model), granularity.lower()
-    raise AssertionError("unreachable: CHANNELWISE is always tried")
+            entry["op_config"]["weight_tensor_config"]["granularity"] = f"BLOCKWISE_{block}"
+        entries.append(per_row)
+    entries += [KEEP_RECIPE] if keep else []
+    with _quiet():
+        q = quantizer.Quantizer(str(path))
+        q.load_quantization_recipe(entries)
+        result = q.quantize()
+    if result.quantized_model is None:
+        raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
+    return bytes(result.quantized_model)
 
 
 @contextlib.contextmanager

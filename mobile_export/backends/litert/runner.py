@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.errors import BadInputError
 from ...core.signature import INPUT_NAMES
-from ..fixed import pad
+from ..fixed import cut, pad, text_length
 from . import flatbuffer
 from .metadata import INPUTS, SIGNATURE, facts
 
@@ -30,15 +29,9 @@ class Runner:
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The outputs for one text (batch 1) of at most the file's length, as an unpadded run gives them."""
-        ids = np.asarray(feeds["input_ids"])
-        n = ids.shape[1]
-        if ids.shape[0] != 1 or n > self.length:
-            raise BadInputError(
-                f"the .tflite takes one text of at most {self.length} tokens, got {ids.shape[0]} x {n}; "
-                "export with a larger --max-seq-len"
-            )
+        n = text_length(feeds, self.length, "the .tflite")
         given = {ours: feeds[name] for ours, name in zip(INPUTS, INPUT_NAMES) if name in feeds}
-        given.setdefault("segment_ids", np.zeros_like(ids))
+        given.setdefault("segment_ids", np.zeros_like(np.asarray(feeds["input_ids"])))
         outs = self.signature(**pad(given, self.length, INPUTS, np.int32))
         ordered = [np.asarray(outs[f"output_{k}"]) for k in range(len(self.outputs))]
-        return [o[:, :n] if token else o for o, token in zip(ordered, self.per_token)]
+        return cut(ordered, self.per_token, n)

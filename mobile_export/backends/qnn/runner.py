@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.errors import BadInputError
 from ...core.socs import SIMULATED, Soc
-from ..fixed import pad
+from ..fixed import cut, pad, text_length
 from . import htp
 from .metadata import META_KEY
 
@@ -29,12 +28,5 @@ class Runner:
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The outputs for one text (batch 1) of at most the file's length, as an unpadded run gives them."""
-        ids = np.asarray(feeds["input_ids"])
-        n = ids.shape[1]
-        if ids.shape[0] != 1 or n > self.length:
-            raise BadInputError(
-                f"the NPU file takes one text of at most {self.length} tokens, got {ids.shape[0]} x {n}; "
-                "export with a larger --max-seq-len"
-            )
-        outs = self.session.run(None, pad(feeds, self.length, self.input_names))
-        return [o[:, :n] if token else o for o, token in zip(outs, self.per_token)]
+        n = text_length(feeds, self.length, "the NPU file")
+        return cut(self.session.run(None, pad(feeds, self.length, self.input_names)), self.per_token, n)
