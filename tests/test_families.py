@@ -27,6 +27,9 @@ pytestmark = pytest.mark.full
 # CamemBERT is RoBERTa's adapter under other class names: its own test below, not the whole matrix again
 OTHERS = [f for f in FAMILIES if f not in ("albert", "camembert")]
 QUANTS = (Quant.INT8, Quant.INT4, Quant.FP32)
+# the .tflite's fp32 is litert-torch's conversion alone (what its int8 and int4 quantize, which run here for every
+# family): ALBERT's round trips (test_roundtrip) take it for every task; make test's 20 minutes leave it out here
+ALBERT_ONLY = {(Backend.LITERT, Quant.FP32)}
 
 
 def _cases() -> list[tuple[str, str, Quant, tuple[Backend, ...]]]:
@@ -41,7 +44,8 @@ def _cases() -> list[tuple[str, str, Quant, tuple[Backend, ...]]]:
             if i < len(QUANTS):
                 quant = QUANTS[i]
                 cases.append((f, task, quant, tuple(b for b, info in backends.BACKENDS.items()
-                                                     if quant in info.quants and backends.takes_family(b, f))))
+                                                     if quant in info.quants and backends.takes_family(b, f)
+                                                     and (b, quant) not in ALBERT_ONLY)))
             else:
                 cases.append((f, task, Quant.INT8, (Backend.ONNX,)))
     return cases
@@ -51,7 +55,8 @@ def test_every_family_task_backend_and_quant_has_a_round_trip():
     cases = _cases()
     assert {(f, t) for f, t, _, _ in cases} == {(f, t) for f in OTHERS for t in supported_tasks()}
     covered = {(f, b, q) for f, _, q, bs in cases for b in bs}
-    assert covered == {(f, b, q) for f in OTHERS for b, q in backends.combinations() if backends.takes_family(b, f)}
+    assert covered == {(f, b, q) for f in OTHERS for b, q in backends.combinations()
+                       if backends.takes_family(b, f) and (b, q) not in ALBERT_ONLY}
 
 
 @pytest.fixture(scope="module")

@@ -97,6 +97,44 @@ def dedupe(model: Any) -> int:
     return saved
 
 
+def nonzero_scales(model: Any) -> int:
+    """Give every quantization scale below float32's smallest normal number (a weight row of zeros or of
+    denormals: ai-edge-quantizer writes a scale of 0 or a denormal, which XNNPACK refuses for 4-bit weights) that
+    smallest normal number, in place: what the row's codes mean stays within 1e-37 of 0. Returns how many scales
+    were changed."""
+    changed = 0
+    for subgraph in model.subgraphs or []:
+        for tensor in subgraph.tensors or []:
+            q = tensor.quantization
+            blocks = getattr(q, "details", None) if q is not None else None
+            if blocks is not None and hasattr(blocks, "scales"):  # 4-bit blocks: the scales are a tensor of their own
+                changed += _raise_tiny(model, subgraph.tensors[blocks.scales])
+            if q is None or q.scale is None or not len(q.scale):
+                continue
+            scale = np.asarray(q.scale, np.float32)
+            tiny = np.finfo(np.float32).tiny
+            zero = np.abs(scale) < tiny
+            if zero.any():
+                changed += int(zero.sum())
+                q.scale = np.where(zero, tiny, scale).tolist()
+    return changed
+
+
+def _raise_tiny(model: Any, scales: Any) -> int:
+    """A block-scales tensor's (fp16 or fp32) values below its type's smallest normal number raised to it."""
+    buffer = model.buffers[scales.buffer]
+    if buffer.data is None or scales.type not in (0, 1):  # FLOAT32, FLOAT16
+        return 0
+    dtype = np.float32 if scales.type == 0 else np.float16
+    values = np.frombuffer(np.asarray(buffer.data, np.uint8).tobytes(), dtype).copy()
+    tiny = np.finfo(dtype).tiny
+    low = np.abs(values) < tiny
+    if low.any():
+        values[low] = tiny
+        buffer.data = np.frombuffer(values.tobytes(), np.uint8)
+    return int(low.sum())
+
+
 def short_names(model: Any) -> int:
     """Name every tensor but the graphs' inputs and outputs by its index, in place; returns the bytes saved. The
     converter names each after the fused module paths it came from (hundreds of bytes each: ~14% of the demo's

@@ -59,12 +59,11 @@ def stored_quant(path: Path) -> Quant:
     return Quant.INT4 if _INT4 in kinds else Quant.INT8 if _INT8 in kinds else Quant.FP32
 
 
-def int4_group_size(path: Path) -> int | None:
-    """Values per scale of the 4-bit weights (ai-edge-quantizer's blocks), None per channel or without any."""
-    from .metadata import facts
-
-    weights = str(facts(flatbuffer.entries(_model(path))).get("weights", ""))
-    return int(weights.split("_")[1]) if weights.startswith("blockwise_") else None
+def int4_group_size(path: Path) -> None:
+    """None: the .tflite's 4-bit codes are never padded to whole groups (blocks only where a width divides, one
+    scale per row elsewhere; the scales live in the tensors' parameters), which the size breakdown reads as one
+    group per row. The block the export used is in its facts (``stats.litert.weights``)."""
+    return None
 
 
 def coverage(path: Path, quant: Quant) -> MatmulCoverage:

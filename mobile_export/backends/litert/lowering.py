@@ -95,6 +95,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
     model = flatbuffer.read(data, dest.name)
     saved = flatbuffer.dedupe(model)
     names = flatbuffer.short_names(model)
+    zero_scales = flatbuffer.nonzero_scales(model)
     facts = {
         "sequence_length": length,
         "inputs": list(INPUTS),
@@ -106,6 +107,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
         **({"per_channel_ops": per_row} if per_row else {}),
         "deduplicated_bytes": saved,
         "tensor_name_bytes_saved": names,
+        **({"subnormal_scales_raised": zero_scales} if zero_scales else {}),
         "unfolded": unfolded,
         **({"kept_fp32": list(plan.keep), "kept_fp32_ops": marked} if plan.keep else {}),
     }
