@@ -93,9 +93,10 @@ android-junit: install
 		org.mobileexport.core.ModelHostTest org.mobileexport.core.AppCoreTest \
 		org.mobileexport.core.TaskActionsTest
 
-# JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical).
+# JUnit, then Python and Java tokenizing the same ~32k real and edge-case lines (ids must be identical), and the
+# app's reader of a .tflite's metadata against Python's.
 android-test: android-junit
-	$(BIN)/python -m pytest -q -m java tests/test_android_tokenizer.py
+	$(BIN)/python -m pytest -q -m java tests/test_android_tokenizer.py tests/test_android_tflite.py
 
 # The app's ONNX Runtime path on the JVM: its own OrtRunner, the core tokenizer, Classifier and SelfTest,
 # compiled against ONNX Runtime's desktop Java library (same ai.onnxruntime API as the Android AAR) from
@@ -126,17 +127,26 @@ android-jvm: install
 # lint warning an error, against ONNX Runtime's Java library, android-all and android_demo/compile-only
 # (the signatures of the ExecuTorch classes the app calls; checked against ExecuTorch's real Kotlin API,
 # see android_demo/README.md). No Android SDK: this is the part of the APK build that can run here.
+# LiteRT's Java API: TensorFlow Lite's Android libraries from Maven Central (the com.google.ai.edge.litert names are
+# on Google's Maven only, not served here; same org.tensorflow.lite classes), their classes.jar taken out of the AARs.
 APP_BUILD := android_demo/build/app
+TFLITE_VERSION := 2.16.1
+TFLITE_AAR = $(HOME)/.m2/repository/org/tensorflow/$(1)/$(TFLITE_VERSION)/$(1)-$(TFLITE_VERSION).aar
+TFLITE_CP := $(APP_BUILD)/tflite/tensorflow-lite.jar:$(APP_BUILD)/tflite/tensorflow-lite-api.jar
 android-compile: install
 	@command -v mvn >/dev/null || { echo "mvn not found: apt-get install -y maven" >&2; exit 2; }
 	mvn -q -B dependency:get -Dartifact=com.microsoft.onnxruntime:onnxruntime:$(ORT_JVM_VERSION) -Dtransitive=false
 	mvn -q -B dependency:get -Dartifact=$(ANDROID_ALL) -Dtransitive=false
-	rm -rf $(APP_BUILD) && mkdir -p $(APP_BUILD)/classes $(APP_BUILD)/compile-only
+	rm -rf $(APP_BUILD) && mkdir -p $(APP_BUILD)/classes $(APP_BUILD)/compile-only $(APP_BUILD)/tflite
+	for a in tensorflow-lite tensorflow-lite-api; do \
+		mvn -q -B dependency:get -Dartifact=org.tensorflow:$$a:$(TFLITE_VERSION):aar -Dtransitive=false && \
+		$(BIN)/python -c "import sys, zipfile; open(sys.argv[2], 'wb').write(zipfile.ZipFile(sys.argv[1]).read('classes.jar'))" \
+			$(call TFLITE_AAR,$$a) $(APP_BUILD)/tflite/$$a.jar || exit 1; done
 	$(BIN)/python android_demo/tools/gen_r.py android_demo/app/src/main/res org.mobileexport.demo $(APP_BUILD)/gen/org/mobileexport/demo/R.java
 	javac -encoding UTF-8 --release 17 -Xlint:all,-classfile -Werror -cp $(ANDROID_JAR) -d $(APP_BUILD)/compile-only \
 		$$(find android_demo/compile-only -name '*.java')
 	javac -encoding UTF-8 --release 17 -Xlint:all,-classfile -Werror \
-		-cp $(JAVA_CP):$(ORT_JAR):$(ANDROID_JAR):$(APP_BUILD)/compile-only -d $(APP_BUILD)/classes \
+		-cp $(JAVA_CP):$(ORT_JAR):$(ANDROID_JAR):$(TFLITE_CP):$(APP_BUILD)/compile-only -d $(APP_BUILD)/classes \
 		$$(find $(CORE)/src/main/java android_demo/app/src/main/java $(APP_BUILD)/gen -name '*.java')
 	@echo "android-compile: app + core compiled ($$(find $(APP_BUILD)/classes -name '*.class' | wc -l) classes)"
 	# the app's own ExecuTorchRunner on the JVM, against a fake Module (app/src/test/fakes) that runs test programs

@@ -115,7 +115,8 @@ def recipes(args: argparse.Namespace) -> None:
     import torch
 
     from mobile_export.backends.litert import flatbuffer
-    from mobile_export.backends.litert.lowering import _Int32Inputs, _quantized, _quiet
+    from mobile_export.backends.litert.inputs import Int32Inputs
+    from mobile_export.backends.litert.lowering import _quantized, _quiet
     from mobile_export.backends.litert.unfold import unfold
     from mobile_export.model.reference import ExportWrapper
 
@@ -123,7 +124,7 @@ def recipes(args: argparse.Namespace) -> None:
     texts, _ = _texts(args.data, args.limit, tsv=True)
     examples = tokenize(texts)
     refs = [fp32.run(e.feeds)[0][0] for e in examples]
-    module = _Int32Inputs.wrap(ExportWrapper(loaded.model, loaded.task).eval(), loaded.family.signature.inputs)
+    module = Int32Inputs(ExportWrapper(loaded.model, loaded.task).eval(), loaded.family.signature.inputs).eval()
     example = {n: torch.ones(1, args.length, dtype=torch.int32) for n in ("ids", "mask", "segment_ids")}
     tmp = Path(tempfile.mkdtemp())
     with _quiet(), torch.no_grad():

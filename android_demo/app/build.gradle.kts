@@ -34,4 +34,6 @@ dependencies {
     // From Maven, executorch-android's POM brings fbjni and soloader (ExecuTorch's using-executorch-android
     // docs: only a bare .aar file needs them declared by hand), so the app does not pin them again.
     implementation("com.microsoft.onnxruntime:onnxruntime-android:${property("onnxruntimeVersion")}")
+    // LiteRT's Interpreter (org.tensorflow.lite classes), on Google's Maven; for TfliteRunner and model.tflite
+    implementation("com.google.ai.edge.litert:litert:${property("litertVersion")}")
 }

@@ -4,7 +4,7 @@ padded to the file's one length, and which outputs follow the sequence (cut back
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +13,12 @@ from .base import Plan
 
 if TYPE_CHECKING:
     import torch
+
+
+def recorded_length(stats: dict[str, Any], section: str) -> int | None:
+    """The one length a file runs, as its lowering recorded it under ``stats[section]`` (``base.FixedLength``)."""
+    length = (stats.get(section) or {}).get("sequence_length")
+    return int(length) if length else None
 
 
 def pad(

@@ -59,5 +59,6 @@ def depth_runner(path: Path) -> None:
 
 def sequence_length(stats: dict[str, Any]) -> int | None:
     """The one length the file runs, as its lowering recorded it (``base.FixedLength``)."""
-    length = (stats.get("litert") or {}).get("sequence_length")
-    return int(length) if length else None
+    from ..fixed import recorded_length
+
+    return recorded_length(stats, "litert")

@@ -27,7 +27,7 @@ def embedded(path: Path) -> dict[str, str]:
     if size > MAX_FILE_BYTES:
         raise ArtifactLoadError(f"{path.name} is {size:,} B, over the {MAX_FILE_BYTES:,}-byte limit of a .tflite")
     found = {}
-    for key, raw in flatbuffer.entries(flatbuffer.read(path.read_bytes(), path.name)).items():
+    for key, raw in flatbuffer.stored_entries(path.read_bytes(), path.name).items():
         if key == META_KEY or key.startswith("mobile_export"):
             try:
                 found[key] = raw.decode("utf-8")

@@ -16,22 +16,29 @@ OUR_PREFIX = "mobile_export"  # tensor names we give (``keep.KEPT_SCOPE``, ``unf
 ALIGN = 16  # LiteRT maps weights in place where a buffer starts on this boundary (as its converter writes them)
 
 
-def read(data: bytes | bytearray, shown: str) -> Any:
-    """The model in ``data`` as a mutable ``ModelT``, its buffers stored after the flatbuffer read back in;
-    ArtifactLoadError when the bytes are not a LiteRT model."""
-    from ai_edge_litert.tools import flatbuffer_utils
-
+def _identified(data: bytes | bytearray, shown: str) -> None:
+    """ArtifactLoadError unless ``data`` carries a .tflite's flatbuffer identifier."""
     if len(data) < 8 or bytes(data[4:8]) != IDENTIFIER:
         raise ArtifactLoadError(
             f"{shown} is not a LiteRT model (no TFL3 flatbuffer identifier); pass a .tflite written by "
             "mobile-export export"
         )
+
+
+def _unreadable(shown: str, exc: Exception) -> ArtifactLoadError:
+    return ArtifactLoadError(f"{shown} is not a readable LiteRT model ({type(exc).__name__}); export it again")
+
+
+def read(data: bytes | bytearray, shown: str) -> Any:
+    """The model in ``data`` as a mutable ``ModelT``, its buffers stored after the flatbuffer read back in;
+    ArtifactLoadError when the bytes are not a LiteRT model."""
+    from ai_edge_litert.tools import flatbuffer_utils
+
+    _identified(data, shown)
     try:
         model = flatbuffer_utils.read_model_from_bytearray(bytearray(data))
     except Exception as exc:  # a truncated or crafted flatbuffer fails anywhere in the generated reader
-        raise ArtifactLoadError(
-            f"{shown} is not a readable LiteRT model ({type(exc).__name__}); export it again"
-        ) from None
+        raise _unreadable(shown, exc) from None
     for buffer in model.buffers or []:
         if buffer.data is not None and not isinstance(buffer.data, np.ndarray):
             buffer.data = np.frombuffer(bytes(buffer.data), np.uint8)  # packed as one vector, not byte by byte
@@ -146,7 +153,6 @@ def short_names(model: Any) -> int:
             name = tensor.name.decode() if isinstance(tensor.name, bytes) else str(tensor.name or "")
             if k in keep or not name or name.startswith(OUR_PREFIX):  # ours: a repair's kept matmuls
                 continue
-                continue
             short = f"t{k}"
             saved += len(name) - len(short)
             tensor.name = short
@@ -161,6 +167,24 @@ def entries(model: Any) -> dict[str, bytes]:
         data = model.buffers[entry.buffer].data
         found[name] = b"" if data is None else np.asarray(data, np.uint8).tobytes()
     return found
+
+
+def stored_entries(data: bytes | bytearray, shown: str) -> dict[str, bytes]:
+    """The named metadata entries of the .tflite in ``data``, read in place by the generated accessors (no copy of
+    its weights, unlike ``read``); ArtifactLoadError when the bytes are not a LiteRT model."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    _identified(data, shown)
+    try:
+        model = schema.Model.GetRootAs(data, 0)
+        found = {}
+        for k in range(model.MetadataLength()):
+            entry = model.Metadata(k)
+            buffer = model.Buffers(entry.Buffer())
+            found[(entry.Name() or b"").decode()] = buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b""
+        return found
+    except Exception as exc:  # a truncated or crafted flatbuffer fails anywhere in the generated reader
+        raise _unreadable(shown, exc) from None
 
 
 def add_entry(model: Any, name: str, data: bytes) -> None:

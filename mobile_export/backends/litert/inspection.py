@@ -3,6 +3,7 @@ weights, the stored weight buffers, and whether each is stored once (ALBERT's sh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,13 @@ _WEIGHT_MIN_BYTES = 1  # the slot says what is a weight (a matmul's second input
 
 
 def _model(path: Path) -> Any:
+    """The file's model, parsed once for the several questions ``size`` asks of one file (read only here)."""
+    stat = Path(path).stat()
+    return _parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=1)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
     return flatbuffer.read(Path(path).read_bytes(), Path(path).name)
 
 

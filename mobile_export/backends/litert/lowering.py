@@ -29,38 +29,15 @@ RECIPES = {Quant.INT8: "dynamic_wi8_afp32", Quant.INT4: "dynamic_wi4_afp32"}
 BLOCKS = (32, 64, 128, 256)  # the 4-bit block sizes ai-edge-quantizer offers (``QuantGranularity``)
 
 
-class _Int32Inputs:
-    """Builds the module the converter traces: ``ids``, ``mask``, ``segment_ids`` as int32 ``[1, length]``
-    (MediaPipe's BERT inputs), widened to the export wrapper's int64 inputs (a family without token types ignores
-    ``segment_ids``, which MediaPipe feeds all the same)."""
-
-    @staticmethod
-    def wrap(wrapper: torch.nn.Module, inputs: tuple[str, ...]) -> torch.nn.Module:
-        import torch
-
-        class Int32Inputs(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.inner = wrapper
-
-            def forward(self, ids: torch.Tensor, mask: torch.Tensor, segment_ids: torch.Tensor) -> Any:
-                given = (ids.long(), mask.long(), segment_ids.long())[: len(inputs)]
-                outs = self.inner(*given)
-                if len(inputs) < 3:  # keep segment_ids an input of the graph: MediaPipe finds its tensors by name
-                    outs = (outs[0] + (segment_ids[:1, :1] * 0).to(outs[0].dtype), *outs[1:])
-                return outs
-
-        return Int32Inputs().eval()
-
-
 def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> ExportStats:
     """Write ``wrapper`` to ``dest`` as a .tflite at ``plan.max_len`` tokens (batch 1), quantized as ``plan.quant``."""
     import torch
 
     from ...model.stages import with_inputs
+    from .inputs import Int32Inputs
 
     module = with_inputs(wrapper, plan.signature.inputs)
-    traced = _Int32Inputs.wrap(module, plan.signature.inputs)
+    traced = Int32Inputs(module, plan.signature.inputs).eval()
     length = plan.max_len
     example = {name: torch.zeros(1, length, dtype=torch.int32) for name in INPUTS}
     example["mask"] += 1

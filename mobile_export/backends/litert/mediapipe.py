@@ -190,7 +190,7 @@ def task_metadata(path: Path, task: str, tokenizer: dict[str, bytes], labels: li
     data = path.read_bytes()
     if external_buffers(data):
         raise ValueError(f"{path.name} stores buffers after its flatbuffer, which MediaPipe's writer would drop")
-    outputs = facts(flatbuffer.entries(flatbuffer.read(data, path.name))).get("outputs") or []
+    outputs = facts(flatbuffer.stored_entries(data, path.name)).get("outputs") or []
     classifier = mediapipe_task == "TextClassifier"
     if classifier and (labels is None or len(outputs) != 1):
         return {"written": False, "why": "a TextClassifier's file has one output and its labels"}

@@ -20,7 +20,7 @@ class Runner:
         from ai_edge_litert import interpreter
 
         path = Path(path)
-        recorded = facts(flatbuffer.entries(flatbuffer.read(path.read_bytes(), path.name)))
+        recorded = facts(flatbuffer.stored_entries(path.read_bytes(), path.name))
         self.length = int(recorded["sequence_length"])
         self.outputs = list(recorded["outputs"])
         self.per_token = [n in recorded.get("per_token_outputs", ()) for n in self.outputs]

@@ -129,8 +129,19 @@ final class Models implements AutoCloseable {
                 out.append("✗ ONNX Runtime .onnx did not load: ").append(describe(e)).append("\n\n");
             }
         }
-        if (!assets.exists("model.pte") && !assets.exists("model.onnx")) {
-            out.append("No model.pte or model.onnx in assets/model: run `make android-assets`.");
+        if (assets.exists("model.tflite")) {
+            try {
+                File tflite = copy(assets, manifest, "model.tflite", dir);
+                long t0 = System.nanoTime();
+                TfliteRunner runner = new TfliteRunner(tflite,
+                        OrtRunner.intraOpThreads(Runtime.getRuntime().availableProcessors()));
+                m.add(m.model(runner, tflite, "model.tflite", assets), t0, golden, out);
+            } catch (Exception | Error e) {
+                out.append("✗ LiteRT .tflite did not load: ").append(describe(e)).append("\n\n");
+            }
+        }
+        if (!assets.exists("model.pte") && !assets.exists("model.onnx") && !assets.exists("model.tflite")) {
+            out.append("No model.pte, model.onnx or model.tflite in assets/model: run `make android-assets`.");
         }
         m.status = out.toString().trim();
         return m;
