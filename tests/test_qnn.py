@@ -459,3 +459,24 @@ def test_a_family_the_npu_file_does_not_take_is_refused_by_name(tiny_checkpoint,
     err = capsys.readouterr().err
     assert code == 2 and "backend qnn does not take camembert models yet" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_npu_size_says_what_it_measured_and_gives_sharing_verdicts_only_where_the_model_shares(
+    tiny_checkpoint, shared_export, capsys
+):
+    """The RAM of an NPU file is the x86 simulator's process, said so and never set against the file as the device's;
+    ALBERT's file (a shared layer) gets both verdicts, a BERT's (nothing shared) no memory sharing verdict."""
+    _, albert = _export(tiny_checkpoint, shared_export)
+    capsys.readouterr()
+    assert main(["size", str(albert.out / "model.qnn.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "RAM of QNN's x86-64 HTP simulator's process" in out and "not the device's" in out, out
+    assert "x the file" not in out and "sharing: preserved" in out
+    assert "memory sharing: each of the" in out and "stored once in the file" in out
+    bert = tiny_checkpoint("text-classification", "wordpiece", family="bert")
+    result = shared_export(bert, ExportOptions(backends=(Backend.QNN,), measure_memory=False))
+    size = result.report["artifacts"][0]["size"]
+    assert size["memory_sharing_preserved"] is None and size["shares_weights"] is False, size
+    assert main(["size", str(result.out / "model.qnn.onnx"), "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert "memory sharing: no verdict" in out and "sharing: none to keep" in out and "NOT" not in out, out

@@ -145,8 +145,9 @@ class SizeEntry(TypedDict, total=False):
     deflate_bytes: int
     compiled_for: str  # a file precompiled for this SoC (``--soc``): its weights are in QNN's context binary
     context_bytes: int  # that binary's bytes
-    memory_sharing_preserved: bool
+    memory_sharing_preserved: bool | None  # None: no verdict (a simulated device's file of a model sharing nothing)
     memory_sharing_verdict: str
+    simulated: str  # the simulator the format's runtime is here (its process's RAM is not the device's)
     blobs: int
     distinct_blobs: int
     duplicate_blob_bytes: int
@@ -187,6 +188,7 @@ def breakdown(
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = fmt.memory_sharing(path)
+    simulator = backends.get_info(backends.for_path(path)).simulator
     out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
@@ -197,6 +199,7 @@ def breakdown(
         "blobs": len(blobs),
         "distinct_blobs": len(distinct),
         "duplicate_blob_bytes": sum(len(b) for b in blobs) - sum(len(b) for b in distinct.values()),
+        **({"simulated": simulator} if simulator else {}),
     }
     stored = sum(len(b) for b in blobs)
     if model_info is None:
@@ -216,6 +219,11 @@ def breakdown(
     tied = tied_embeddings(model)
     family = family_of(config.model_type)
     preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied, unquantized)
+    if simulator and not (family.shared or tied):  # the device's memory is not measured, and nothing is shared
+        out["memory_sharing_preserved"] = None
+        out["memory_sharing_verdict"] = (
+            "no verdict: the model shares no weight (and the device's memory is not measured here)"
+        )
     out.update(
         {
             "groups": {g: int(groups[g]) for g in family.size_parts},
@@ -394,7 +402,10 @@ def format_entry(e: SizeEntry) -> str:
         p = e["parameters"]
         shared = f"; {p['unshared']:,} if the {p['layers']} layers were not shared ({p['ratio']}x)"
         lines.append(f"  parameters: {p['unique']:,} unique" + (shared if p["unshared"] != p["unique"] else ""))
-        lines.append(f"  sharing: {e['sharing_verdict']}")
+        verdict = e["sharing_verdict"]
+        if e.get("shares_weights") is False and e.get("sharing_preserved") and verdict.startswith("preserved: "):
+            verdict = "none to keep (the model shares no weight); " + verdict.removeprefix("preserved: ")
+        lines.append(f"  sharing: {verdict}")
     lines.append(f"  stored blobs: {e['distinct_blobs']} distinct of {e['blobs']}")
     if e.get("memory_sharing_verdict"):
         lines.append(f"  memory sharing: {e['memory_sharing_verdict']}")
@@ -402,7 +413,14 @@ def format_entry(e: SizeEntry) -> str:
         lines.append(
             f"  precompiled for {c['soc']}: {c['file']} {_mb(c['bytes'])}, {c['over_model_bytes']:,} B over {e['file']}"
         )
-    if e.get("memory"):
+    if e.get("memory") and e.get("simulated"):
+        m = e["memory"]
+        lines.append(
+            f"  RAM of {e['simulated']}'s process on this x86 host (load + one run at {m['seq_len']} tokens; not the "
+            f"device's, whose accelerator holds the weights in its own memory): model {mib(m['model_rss_bytes'])}; "
+            f"peak RSS {mib(m['peak_rss_bytes'], 0)}"
+        )
+    elif e.get("memory"):
         m = e["memory"]
         lines.append(
             f"  RAM (load + one run at {m['seq_len']} tokens): model {mib(m['model_rss_bytes'])}, "

@@ -606,6 +606,8 @@ def summary(report: dict) -> str:
             f"{a.file}: deflate {s.get('deflate_bytes', 0):,} B; {_sharing_words(s, shared)}"
             + (
                 f"; RAM {mib(memory.model_rss_bytes)} ({memory.model_rss_bytes / a.bytes:.2f}x the file)"
+                if memory and not s.get("simulated")
+                else f"; {s['simulated']}'s RAM {mib(memory.model_rss_bytes)} (x86, not the device's)"
                 if memory
                 else ""
             )

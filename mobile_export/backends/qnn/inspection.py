@@ -90,5 +90,11 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
             copies.append(f"{name} = {seen[digest]}")
         seen.setdefault(digest, name)
     if copies:
-        return False, f"{len(copies)} weight(s) stored twice ({'; '.join(copies[:3])})"
-    return True, f"each of the {len(seen)} weight tensors stored once (what QNN compiles the HTP's context from)"
+        return False, (
+            f"{len(copies)} weight(s) stored twice in the file, so twice in the HTP context QNN compiles from it "
+            f"({'; '.join(copies[:3])})"
+        )
+    return True, (
+        f"each of the {len(seen)} weight tensors over 4 KiB stored once in the file, so once in the HTP context QNN "
+        "compiles from it (read from the file: the device's memory is not measured here)"
+    )
