@@ -4,6 +4,9 @@ checked on Qualcomm's HTP simulator with CPU fallback disabled (a session that l
 from __future__ import annotations
 
 import json
+import re
+import shutil
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -14,12 +17,15 @@ from mobile_export import Backend, ExportOptions, Thresholds, backends
 from mobile_export.backends.qnn import htp
 from mobile_export.backends.qnn.metadata import facts
 from mobile_export.cli.main import main
-from mobile_export.core.errors import BadInputError
+from mobile_export.core.errors import ArtifactLoadError, BadInputError
 from mobile_export.demo.tiny import NATIVE_TOKENIZER
 from mobile_export.exporter.calibration import MAX_UNKNOWN, calibration_for, calibration_texts, unknown_share
 from mobile_export.parity.corpus import load_reviews
 from mobile_export.parity.texts import ENGLISH
 from mobile_export.parity.metrics import bucket_of
+from mobile_export.run.predictor import load
+from blocks import restamp
+from hostile_commands import assert_refused_by_every_command
 
 QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False, soc="SM8650,sm8750")
 
@@ -480,3 +486,69 @@ def test_npu_size_says_what_it_measured_and_gives_sharing_verdicts_only_where_th
     assert main(["size", str(result.out / "model.qnn.onnx"), "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert "memory sharing: no verdict" in out and "sharing: none to keep" in out and "NOT" not in out, out
+
+
+def _context_damaged(path: Path, dest: Path, stamp: bool = True) -> None:
+    """The precompiled file with 64 bytes of its context binary zeroed, its identity stamped again (a faulty
+    compile, consistent with itself: only the HTP can object), or not (changed after export)."""
+    model = onnx.load(str(path))
+    node = next(n for n in model.graph.node if n.op_type == "EPContext")
+    attr = next(a for a in node.attribute if a.name == "ep_cache_context")
+    blob = bytearray(attr.s)
+    blob[len(blob) // 2 : len(blob) // 2 + 64] = bytes(64)
+    attr.s = bytes(blob)
+    onnx.save(model, str(dest))
+    if stamp:
+        restamp(dest)
+
+
+def _off_the_htp(path: Path, dest: Path) -> None:
+    """The QDQ model with a float Mod after its output (a node QNN's provider leaves to the CPU), restamped."""
+    model = onnx.load(str(path))
+    out = model.graph.output[0].name
+    last = next(n for n in model.graph.node if out in n.output)
+    last.output[list(last.output).index(out)] = "pre"
+    model.graph.node.append(onnx.helper.make_node("Mod", ["pre", "pre"], [out], fmod=1))
+    onnx.save(model, str(dest))
+    restamp(dest)
+
+
+# name -> (source file, the file name it is given, builder or None (a plain copy), words of the one-line refusal)
+NPU_HOSTILE = {
+    "context-zeroed": ("model.SM8650.qnn.onnx", "model.SM8650.qnn.onnx", _context_damaged,
+                       "QNN context binary does not load on the HTP (QNN_CONTEXT_ERROR_CREATE_FROM_BINARY)"),
+    "context-changed-unstamped": ("model.SM8650.qnn.onnx", "model.SM8650.qnn.onnx",
+                                  lambda s, d: _context_damaged(s, d, stamp=False), "changed or corrupted after export"),
+    "other-soc": ("model.SM8750.qnn.onnx", "model.SM8650.qnn.onnx", None, "compiled for SM8750, not the SM8650"),
+    "qdq-named-for-a-soc": ("model.qnn.onnx", "model.SM8650.qnn.onnx", None, "records no SoC it was compiled for"),
+    "node-off-the-htp": ("model.qnn.onnx", "model.qnn.onnx", _off_the_htp, "nodes the HTP does not take (Mod)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NPU_HOSTILE))
+def test_hostile_npu_file_is_refused_by_run_load_parity_size_and_bench(tiny_checkpoint, shared_export, case, tmp_path,
+                                                                      capsys):
+    ckpt, result = _export(tiny_checkpoint, shared_export)
+    source, name, build, words = NPU_HOSTILE[case]
+    path = tmp_path / "case" / name
+    path.parent.mkdir()
+    if build is None:
+        shutil.copy(result.out / source, path)
+    else:
+        build(result.out / source, path)
+    assert_refused_by_every_command(ckpt, path, tmp_path, capsys, words)
+    code = main(["run", str(path), "a short text"])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    with pytest.raises(ArtifactLoadError, match=re.escape(words)):
+        load(path)
+    assert sorted(p.name for p in path.parent.iterdir()) == [name]
+
+
+def test_the_good_npu_files_pass_the_checks_the_hostile_ones_fail(tiny_checkpoint, shared_export, capsys):
+    """The other direction: every file the export wrote (QDQ and precompiled) still runs and sizes."""
+    _, result = _export(tiny_checkpoint, shared_export)
+    for name in ("model.qnn.onnx", "model.SM8650.qnn.onnx", "model.SM8750.qnn.onnx"):
+        assert main(["size", str(result.out / name), "--no-memory"]) == 0, capsys.readouterr().err
+        assert main(["run", str(result.out / name), "a short text"]) == 0, capsys.readouterr().err
+        capsys.readouterr()

@@ -193,11 +193,13 @@ def bench(
     ONNX Runtime artifact in this host's precision mode and, where the host also has the saturating
     u8s8 kernel, in that one too (row ``precision``)."""
     from .. import backends
+    from ..assets.embedded import carried
     from ..core.choices import Backend
 
     targets = []
     for a in artifacts:
         backend, real = backends.open_artifact(a)  # checked before any runtime sees it
+        carried(real, Path(a).name)  # and its identity: a file changed after export is not timed as the export
         targets.append((backend.value, str(real), Path(a).name))
     names = [t[2] for t in targets]
     targets = [

@@ -209,6 +209,8 @@ def _load_runner(check: ArtifactCheck, threads: int | None, simulators: int):
     pool = backends.simulator_pool(check.backend) if simulators > 1 else None
     try:
         return pool(check.path, simulators) if pool is not None else module.Runner(check.path, threads)
+    except ArtifactLoadError:  # the format's own refusal says why already
+        raise
     except Exception as exc:
         raise ArtifactLoadError(f"{check.path.name} does not load in {info.runtime}: {first_line(exc, 200)}") from exc
 

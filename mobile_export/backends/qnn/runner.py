@@ -18,7 +18,14 @@ class Runner:
     ``soc`` (default: the one the QDQ model is checked as). ``threads``: unused, the HTP schedules itself."""
 
     def __init__(self, path: Path, threads: int | None = None, soc: Soc = SIMULATED) -> None:
-        self.session = htp.session(Path(path), soc)
+        from .refusal import native_log, why_not
+
+        log: list[str] = []
+        try:
+            with native_log() as log:
+                self.session = htp.session(Path(path), soc)
+        except Exception as exc:  # ONNX Runtime's errors: nodes off the HTP, an unreadable context binary
+            raise why_not(Path(path).name, exc, log) from None
         # the export's facts, from the metadata the session already read (the file is not parsed again)
         recorded = json.loads(self.session.get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))
         self.length = int(recorded["sequence_length"])

@@ -14,8 +14,11 @@ def check(path: Path, shown: str) -> None:
 
     from .metadata import facts
 
+    from .refusal import check_named_soc
+
     check_onnx(path, shown)
     recorded = facts(onnx.load(str(path), load_external_data=False))
+    check_named_soc(path, recorded, shown)
     length = recorded.get("sequence_length")
     if not isinstance(length, int) or length < 2:
         raise ArtifactLoadError(
