@@ -1,7 +1,7 @@
 """The .tflite in MediaPipe Tasks Text, against fp32 PyTorch: what an app that only has MediaPipe gets.
 
     python benchmarks/litert.py classify EXPORT_DIR CHECKPOINT DATA.tsv [--limit N]
-    python benchmarks/litert.py embed EXPORT_DIR CHECKPOINT TEXTS.txt [--limit N]
+    python benchmarks/litert.py embed EXPORT_DIR CHECKPOINT TEXTS.txt [--limit N] [--pooling mean|cls]
     python benchmarks/litert.py recipes CHECKPOINT DATA.tsv [--limit N] [--length 128]
 
 ``classify``: each text of the TSV (label, text) given as it is to MediaPipe's ``TextClassifier`` loaded from the
@@ -92,20 +92,30 @@ def embed(args: argparse.Namespace) -> None:
     from mediapipe.tasks.python.core.base_options import BaseOptions
 
     path = Path(args.export) / "model.tflite"
-    _, fp32, tokenize = _reference(args.checkpoint, args.length)
     texts, _ = _texts(args.data, args.limit, tsv=False)
+    if args.pooling:  # a sentence encoder's checkpoint (a BertModel): transformers' vectors, pooled as its card says
+        from trained_encoders import reference
+
+        refs = list(reference(Path(args.checkpoint), texts, args.pooling))
+    else:
+        _, fp32, tokenize = _reference(args.checkpoint, args.length)
+        refs = [fp32.run(example.feeds)[0][0] for example in tokenize(texts)]
     options = mp_text.TextEmbedderOptions(base_options=BaseOptions(model_asset_path=str(path)))
     embedder = mp_text.TextEmbedder.create_from_options(options)
     cosines = []
     try:
-        for text, example in zip(texts, tokenize(texts)):
-            ref = fp32.run(example.feeds)[0][0]
+        for text, ref in zip(texts, refs):
             got = np.asarray(embedder.embed(text).embeddings[0].embedding, np.float64)
             cosines.append(float(ref @ got / (np.linalg.norm(ref) * np.linalg.norm(got))))
     finally:
         embedder.close()
     c = np.array(cosines)
     print(f"{path}: MediaPipe TextEmbedder vs fp32 on {len(c)} texts: cosine min {c.min():.4f}, mean {c.mean():.4f}")
+    plain = np.array([t.isascii() for t in texts])
+    if plain.any() and not plain.all():  # MediaPipe's WordPiece keeps accents that BERT's uncased normalizer strips
+        print(f"  on the {int(plain.sum())} texts of ASCII characters only: cosine min {c[plain].min():.4f}")
+    for k in np.argsort(c)[:5]:  # the worst texts: where MediaPipe's tokens differ, if anywhere
+        print(f"  {c[k]:.4f}  {texts[k][:100]!r}")
 
 
 def recipes(args: argparse.Namespace) -> None:
@@ -176,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--limit", type=int)
         p.add_argument("--margin", type=float, default=0.5, help="fp32's top-1 logit lead that makes a text decisive")
         p.add_argument("--length", type=int, default=128, help="embed: the file's length (fp32 truncated to it)")
+        p.add_argument("--pooling", choices=("mean", "cls"), help="embed: a sentence encoder's pooling (its card's)")
     args = parser.parse_args(argv)
     {"classify": classify, "embed": embed, "recipes": recipes}[args.command](args)
     return 0

@@ -13,7 +13,7 @@ inside the format's package.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
@@ -47,6 +47,8 @@ class Plan:
     # a statically quantized format's calibration texts as (token ids, type ids), unpadded (``BackendInfo.calibrated``)
     calibration: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
     calibration_source: str = ""  # where those texts come from (the NPU file records it)
+    # the same texts cut to another length as the tokenizer truncates (a file with graphs for several lengths)
+    calibrate: Callable[[int], tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] | None = None
     # a statically quantized format's activations (by name) calibrated with the ranges repair's wider headroom
     widen: tuple[str, ...] = ()
 

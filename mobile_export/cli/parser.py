@@ -143,6 +143,12 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         "SM8750): model.<SoC>.qnn.onnx beside it, which a phone of that SoC loads without compiling",
     )
     ex.add_argument(
+        "--npu-lengths",
+        metavar="16,32,64",
+        help="the NPU file (--backend qnn) also holds a graph for each of these shorter lengths, over the same "
+        "stored weights: a text runs in the shortest graph it fits (a 10-token query pays for 16 tokens, not 128)",
+    )
+    ex.add_argument(
         "--repair",
         choices=[r.value for r in Repair],
         default=Repair.AUTO.value,

@@ -137,5 +137,6 @@ class ExportRun:
             int8_table=self.options.quant is Quant.INT8 and self.options.quantize_embeddings,
             calibration=self.calibration(max_len) if info.calibrated else (),
             calibration_source=self.calibration_choice.source if info.calibrated else "",
+            calibrate=self.calibration if info.calibrated else None,
             widen=widen,
         )

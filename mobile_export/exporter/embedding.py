@@ -57,7 +57,10 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
             fmt.embed(path, {ASSETS_KEY: block, IDENTITY_KEY: PLACEHOLDER})
             writer = backends.task_metadata(r.backend)
             if writer is not None:  # after our block, before the identity: the hash covers the task's metadata too
-                r.stats["task_metadata"] = writer.task_metadata(path, task.name, tokenizer, labels)
+                r.stats["task_metadata"] = written = writer.task_metadata(path, task.name, tokenizer, labels)
+                for said in (written.get("why"), written.get("differs")):
+                    if said:
+                        run.progress.say(f"note: {r.file}: {said}")
             files = backends.artifact_files(path)
             identity = stamp(files)
             r.bytes = sum(f.stat().st_size for f in files)

@@ -46,6 +46,8 @@ class ExportOptions:
             activations.
         soc: the NPU file's own option: SoCs (``SM8650,SM8750``) to precompile it for, each an EPContext model
             beside it (``model.SM8650.qnn.onnx``) checked against it on that SoC's simulator.
+        npu_lengths: the NPU file's own option: shorter lengths (``16,32,64``) it also holds a graph for, over the
+            same stored weights; a text runs in the shortest graph it fits.
         calibration: the NPU file's own option: a text file (one text per line, or ``label<TAB>text``) its static
             quantization calibrates on; None: the demo corpus' training split (never the parity texts).
         repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
@@ -74,6 +76,7 @@ class ExportOptions:
     qnn_activations: int = 16
     calibration: str | None = None
     soc: str | None = None
+    npu_lengths: str | None = None
     repair: Repair = Repair.AUTO
     head: str | None = None
     pooling: str | None = None

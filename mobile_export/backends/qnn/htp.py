@@ -55,12 +55,13 @@ def _options(soc: Soc, config: dict[str, str]):
     return options
 
 
-def session(path: Path, soc: Soc = SIMULATED):
-    """An ONNX Runtime session of the model at ``path`` (a QDQ model, or one precompiled for ``soc``) with every
-    node on the HTP of ``soc`` (no CPU fallback)."""
+def session(source: Path | bytes, soc: Soc = SIMULATED):
+    """An ONNX Runtime session of the model at ``source`` (a QDQ model, or one precompiled for ``soc``; or its
+    serialized bytes) with every node on the HTP of ``soc`` (no CPU fallback)."""
     import onnxruntime as ort
 
-    return ort.InferenceSession(str(path), sess_options=_options(soc, {}))
+    model = source if isinstance(source, bytes) else str(source)
+    return ort.InferenceSession(model, sess_options=_options(soc, {}))
 
 
 def compile_context(path: Path, dest: Path, soc: Soc) -> None:

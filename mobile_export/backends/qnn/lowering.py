@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...core.errors import BadInputError
 from ..base import ExportStats, Plan
 from ..fixed import pad, per_token_outputs
 from .diagnosis import reference_path
@@ -79,7 +80,41 @@ class _Calibration:
 
 
 def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
-    """Write ``wrapper`` to ``dest`` as a QDQ model for the HTP at ``plan.max_len`` tokens (batch 1)."""
+    """Write ``wrapper`` to ``dest`` as a QDQ model for the HTP at ``plan.max_len`` tokens (batch 1), with a graph
+    for each shorter length of ``--npu-lengths`` over the same stored weights (``graphs``)."""
+    import dataclasses
+
+    from .graphs import attach
+    from .options import parse_lengths
+
+    lengths = parse_lengths(plan.options.npu_lengths)
+    longer = [n for n in lengths if n > plan.max_len]
+    if longer:
+        raise BadInputError(
+            f"--npu-lengths {','.join(map(str, longer))} is longer than the file's {plan.max_len} tokens; pass "
+            f"--max-seq-len {max(longer)} or shorter lengths"
+        )
+    stats = _lower(wrapper, plan, dest, progress)
+    shorter = {n: dest.with_name(f"{dest.name}.{n}.tmp") for n in lengths if n < plan.max_len}
+    try:
+        for n, path in shorter.items():
+            if plan.calibrate is None:
+                raise ValueError("a graph per length needs the calibration texts at each length (Plan.calibrate)")
+            cut = plan.calibrate(n)
+            _lower(wrapper, dataclasses.replace(plan, max_len=n, calibration=cut), path, progress)
+            reference_path(path).unlink(missing_ok=True)
+        if shorter:
+            with progress.step(f"qnn: graphs for {', '.join(map(str, shorter))} tokens over the same weights"):
+                stats["qnn"].update(attach(dest, shorter))
+    finally:
+        for path in shorter.values():
+            path.unlink(missing_ok=True)
+            reference_path(path).unlink(missing_ok=True)
+    return stats
+
+
+def _lower(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> ExportStats:
+    """The QDQ model of ``wrapper`` at ``plan.max_len`` tokens in ``dest``, the float model it quantized beside it."""
     import onnx
     from onnxruntime.quantization import QuantType
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
