@@ -552,3 +552,86 @@ def test_the_good_npu_files_pass_the_checks_the_hostile_ones_fail(tiny_checkpoin
         assert main(["size", str(result.out / name), "--no-memory"]) == 0, capsys.readouterr().err
         assert main(["run", str(result.out / name), "a short text"]) == 0, capsys.readouterr().err
         capsys.readouterr()
+
+
+def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpoint, shared_export, tmp_path):
+    """--npu-lengths 16: the file keeps its 128-token graph and gains a 16-token one over the same stored weights;
+    a short text runs in the short graph and gives what a one-length 16-token file gives, bit for bit; a long one
+    what the one-length 128-token file gives; every graph passes on its own texts."""
+    from mobile_export.backends.qnn.graphs import GRAPHS_KEY
+
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    plain = ExportOptions(backends=(Backend.QNN,), measure_memory=False)
+    multi = shared_export(ckpt, ExportOptions(**{**plain.__dict__, "npu_lengths": "16"}))
+    one16 = shared_export(ckpt, ExportOptions(**{**plain.__dict__, "max_seq_len": 16}))
+    one128 = shared_export(ckpt, plain)
+    assert multi.passed and multi.report["artifacts"][0]["stats"]["qnn"]["lengths"] == [16, 128]
+    path = multi.out / "model.qnn.onnx"
+    model = onnx.load(str(path))
+    assert facts(model)["lengths"] == [16, 128]
+    stored = json.loads(next(p.value for p in model.metadata_props if p.key == GRAPHS_KEY))
+    assert set(stored) == {"16"}
+    # the short graph stores no weight of its own: every large initializer is the main graph's
+    from mobile_export.backends.qnn.graphs import model_for
+
+    short = onnx.ModelProto.FromString(model_for(model, 16, path.name))
+    main_weights = {t.name: numpy_helper.to_array(t).tobytes() for t in model.graph.initializer}
+    for t in short.graph.initializer:
+        if numpy_helper.to_array(t).nbytes > 1024:
+            assert main_weights.get(t.name) == numpy_helper.to_array(t).tobytes(), t.name
+    weights = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    assert path.stat().st_size < (one128.out / "model.qnn.onnx").stat().st_size + weights  # not a second copy
+    runners = {name: load(r.out) for name, r in (("multi", multi), ("16", one16), ("128", one128))}
+    for text, length in (("good", 16), ("a short text", 16), (" ".join(["word"] * 40), 128)):
+        got = runners["multi"]._outputs(text)[1]
+        assert runners["multi"]._runner.last_length == length
+        expected = runners[str(length)]._outputs(text)[1]
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected)), (text, got, expected)
+
+
+def test_npu_lengths_refused_where_they_cannot_be(tiny_checkpoint, tmp_path, capsys):
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    cases = {
+        ("--npu-lengths", "4"): "is not a length of at least 8",
+        ("--npu-lengths", "16,x"): "is not a length of at least 8",
+        ("--npu-lengths", "16", "--soc", "SM8650"): "--npu-lengths with --soc is not offered yet",
+        ("--npu-lengths", "256"): "longer than the file's 128 tokens",
+    }
+    for extra, words in cases.items():
+        out = tmp_path / f"o{len(extra)}{extra[1]}"
+        code = main(["export", str(ckpt), "--out", str(out), "--backend", "qnn", "--no-memory", "--quiet", *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and words in err and "Traceback" not in err, (extra, err)
+        assert not out.exists()
+    code = main(["export", str(ckpt), "--out", str(tmp_path / "cpu"), "--backend", "onnx", "--npu-lengths", "16"])
+    assert code == 2 and "--npu-lengths 16 shapes the .qnn.onnx" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage,words", [("garbage", "its graph for 16 tokens is unreadable"),
+                                          ("off-htp", "(16 tokens) has nodes the HTP does not take (Mod)")])
+def test_a_broken_shorter_graph_refuses_the_file(tiny_checkpoint, shared_export, tmp_path, capsys, damage, words):
+    """Every graph of a several-length file is loaded with it: one the HTP refuses, or unreadable, refuses the file."""
+    import base64
+    import zlib
+
+    from mobile_export.backends.qnn.graphs import GRAPHS_KEY
+
+    ckpt = tiny_checkpoint("text-classification", "sentencepiece")
+    multi = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, npu_lengths="16"))
+    model = onnx.load(str(multi.out / "model.qnn.onnx"))
+    entry = next(p for p in model.metadata_props if p.key == GRAPHS_KEY)
+    if damage == "garbage":
+        entry.value = json.dumps({"16": base64.b64encode(b"not a graph").decode()})
+    else:
+        graph = onnx.GraphProto.FromString(zlib.decompress(base64.b64decode(json.loads(entry.value)["16"])))
+        out = graph.output[0].name
+        last = next(n for n in graph.node if out in n.output)
+        last.output[list(last.output).index(out)] = "pre"
+        graph.node.append(onnx.helper.make_node("Mod", ["pre", "pre"], [out], fmod=1))
+        entry.value = json.dumps({"16": base64.b64encode(zlib.compress(graph.SerializeToString())).decode()})
+    path = tmp_path / "model.qnn.onnx"
+    onnx.save(model, str(path))
+    restamp(path)
+    code = main(["run", str(path), "a short text"])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err

@@ -22,6 +22,17 @@ def usage(stats: ExportStats) -> dict[str, Any]:
             "shape": [1, length],
             "loop": f"right-pad every input to {length} tokens (id 0, attention_mask 0); read the first n "
             f"positions of per-token outputs ({', '.join(qnn.get('per_token_outputs', [])) or 'none'})",
+            **(
+                {
+                    "lengths": qnn["lengths"],
+                    "graphs": "the file's graph takes the longest; each shorter one is stored in its metadata "
+                    "entry mobile_export.qnn.graphs (length -> base64 of a zlib-compressed GraphProto without the "
+                    "weights it shares): its model is that graph with the file's initializers it reads; run a text "
+                    "in the shortest length it fits, padded to that length",
+                }
+                if len(qnn.get("lengths") or []) > 1
+                else {}
+            ),
         },
         "provider_options": _provider_options(SIMULATED),
         "session_config": {"session.disable_cpu_ep_fallback": "1"},
