@@ -72,7 +72,7 @@ arm64-env: install
 # environment's qemu-x86_64 emulates on any host. The files run side by side.
 test-arm64: arm64-env
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m 'arm64 or x86_emulated' tests/test_arm64.py \
-		tests/test_arm64_repair.py tests/test_arm64_gate.py tests/test_arm64_families.py tests/test_arm64_sme2.py \
+		tests/test_arm64_repair.py tests/test_arm64_gate.py tests/test_arm64_families.py tests/test_arm64_sme2.py tests/test_arm64_litert.py \
 		tests/test_x86_emulated.py
 
 # android_demo/core: plain Java, compiled with javac and tested with JUnit 4 on the JVM. Needs

@@ -192,8 +192,11 @@ class EmulatedRunner:
         emulator.send("load", (key, backend, str(path)))  # the emulated processes start side by side
 
     def ready(self) -> None:
-        """Wait until the artifact is loaded (raises the emulated runtime's error if it did not load)."""
-        self.emulator.receive()
+        """Wait until the artifact is loaded (raises the emulated runtime's error if it did not load); a file of one
+        fixed length says it (``length``, as a backend's ``Runner`` does), so no longer text is sent to it."""
+        length = self.emulator.receive()
+        if length is not None:
+            self.length = int(length)
 
     def submit(self, feeds: dict[str, np.ndarray]) -> None:
         """Send one input ahead; ``result`` collects it (in the order sent)."""

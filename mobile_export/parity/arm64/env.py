@@ -23,7 +23,8 @@ from ...core.errors import BadInputError
 MIN_QEMU = (11, 1)
 SUITE = "bookworm"  # the userland's Debian (its Python 3.11 is this project's)
 QEMU_SUITE = "trixie-backports"  # where qemu-user comes from (its binaries are static: any host runs them)
-RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy")  # the aarch64 builds that must match this machine's
+# the aarch64 builds that must match this machine's (ai-edge-litert: LiteRT's interpreter, the .tflite's runtime)
+RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy", "ai-edge-litert")
 # What importing the runtimes needs besides them (pure Python, or with aarch64 wheels), at this machine's versions.
 SUPPORT = (
     "typing_extensions",
@@ -41,7 +42,7 @@ SUPPORT = (
     "packaging",
     "tabulate",
 )
-PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")
+PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_27_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")
 ENV_VAR = "MOBILE_EXPORT_ARM64_ENV"
 PREPARE = "make arm64-env (or python -m mobile_export.parity.arm64.setup)"
 
