@@ -63,6 +63,9 @@ class BackendInfo:
     families: frozenset[str] | None = None  # the encoder families it takes (None: every one)
     # its runtime here is a simulator of the device (too slow for every parity text; its time is not the device's)
     simulator: str | None = None
+    # why a tied word table (a masked-LM decoder reading the lookup's matrix) is stored twice in this format; None
+    # where it is stored once (``size`` says the why beside its verdict)
+    tied_table_twice: str | None = None
     parity_per_bucket: int | None = None  # a simulated format's parity runs this many texts of each length bucket
     capabilities: frozenset[Capability] = frozenset()  # what it offers beyond the contract (``base.Capability``)
 
@@ -151,6 +154,9 @@ BACKENDS: dict[Backend, BackendInfo] = {
         families=frozenset({"albert", "bert", "distilbert", "electra", "roberta", "xlm-roberta"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
         simulator="QNN's x86-64 HTP simulator",
+        tied_table_twice="the lookup reads uint8 rows of one scale (each row divided by its largest value, the HTP's "
+        "Gather takes one scale), the decoder a transposed uint8 matrix per channel: two layouts of different codes; "
+        "one table for both needs the decoder to read the lookup's codes through a transposed MatMul, not built",
         optional_files=tuple(soc.file_name for soc in SOCS.values()),
         parity_per_bucket=8,  # the simulator: about a second per text at 128 tokens on one core
         capabilities=frozenset(

@@ -219,6 +219,9 @@ def breakdown(
     tied = tied_embeddings(model)
     family = family_of(config.model_type)
     preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied, unquantized)
+    why_twice = backends.get_info(backends.for_path(path)).tied_table_twice
+    if tied and extra_copies["word embeddings"] and why_twice:
+        verdict += f"; why: {why_twice}"
     if simulator and not (family.shared or tied):  # the device's memory is not measured, and nothing is shared
         out["memory_sharing_preserved"] = None
         out["memory_sharing_verdict"] = (
