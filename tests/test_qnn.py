@@ -459,7 +459,25 @@ def test_qnn_options_are_refused_without_the_qnn_backend(tiny_checkpoint, tmp_pa
     assert code == 2 and "cannot read --calibration" in err and not (tmp_path / "p").exists()
 
 
-def test_a_family_the_npu_file_does_not_take_is_refused_by_name(tiny_checkpoint, tmp_path, capsys):
+def test_every_family_on_the_htp_camembert_too(tiny_checkpoint, shared_export):
+    """CamemBERT, the last family refused by name, exports to the NPU and passes (the family matrix runs the
+    others); the registry names every family."""
+    from mobile_export.model.families import FAMILIES
+
+    assert backends.get_info(Backend.QNN).families == frozenset(FAMILIES)
+    ckpt = tiny_checkpoint("token-classification", NATIVE_TOKENIZER["camembert"], family="camembert")
+    result = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False))
+    assert result.passed and result.report["model"]["model_type"] == "camembert"
+    htp.session(result.out / "model.qnn.onnx")  # every node on the HTP
+
+
+def test_a_family_a_format_does_not_take_is_refused_by_name(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    """The refusal a format's family list makes (none is left out today: a registry without camembert stands in)."""
+    import dataclasses
+
+    info = backends.BACKENDS[Backend.QNN]
+    monkeypatch.setitem(backends.BACKENDS, Backend.QNN,
+                        dataclasses.replace(info, families=info.families - {"camembert"}))
     ckpt = tiny_checkpoint("token-classification", NATIVE_TOKENIZER["camembert"], family="camembert")
     code = main(["export", str(ckpt), "--out", str(tmp_path / "o"), "--backend", "qnn", "--no-memory"])
     err = capsys.readouterr().err
