@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -348,5 +349,46 @@ def test_app_npu_runner_pads_cuts_and_falls_back(tmp_path, tiny_checkpoint, shar
     assert [a.size for a in java] == [b.size for b in python]  # per-token outputs cut to the text's 6 rows
     if task == "token-classification":
         assert java[0].size == len(ids) * python[0].size // len(ids) and python[0].size % len(ids) == 0
+    for a, b in zip(java, python):
+        assert float(np.max(np.abs(a - b))) <= 1e-4, float(np.max(np.abs(a - b)))
+
+
+def test_app_npu_runner_sends_a_short_text_to_the_short_graph(tmp_path, tiny_checkpoint, shared_export):
+    """A file with graphs for 16 and 128 tokens (--npu-lengths 16): the app's OrtRunner builds the 16-token model
+    from the file's weights and its stored graph (core/LengthGraphs), runs a 6-token text there, and gives what
+    Python's model of that length (backends.qnn.graphs.model_for) gives on the same CPU provider."""
+    classpath, ort_py, version = _jvm_env()
+    from mobile_export import Backend, ExportOptions, Thresholds
+
+    ckpt = tiny_checkpoint("text-classification", "wordpiece")
+    gates_off = Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0)
+    out = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, thresholds=gates_off,
+                                            npu_lengths="16")).out
+    ids = [2, 17, 33, 41, 5, 3]
+    proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmNpuCheck", str(out / "model.qnn.onnx"),
+                           ",".join(map(str, ids))], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert "fixed 128" in lines and "ran at 16" in lines, proc.stdout
+    java = [np.array([float(v) for v in line.split(":", 1)[1].split()]) for line in lines if line.startswith("out ")]
+    script = (
+        "import json, sys, numpy as np, onnx, onnxruntime as ort\n"
+        "from mobile_export.backends.qnn.graphs import model_for\n"
+        "model = model_for(onnx.load(sys.argv[1]), 16, 'model.qnn.onnx')\n"
+        "o = ort.SessionOptions(); o.add_session_config_entry('session.x64quantprecision', '1')\n"
+        "o.intra_op_num_threads = 1; o.inter_op_num_threads = 1\n"
+        "s = ort.InferenceSession(model, o, providers=['CPUExecutionProvider'])\n"
+        "ids = json.loads(sys.argv[2]); n = len(ids); row = np.zeros((1, 16), np.int64); row[0, :n] = ids\n"
+        "mask = np.zeros((1, 16), np.int64); mask[0, :n] = 1\n"
+        "feeds = {'input_ids': row, 'attention_mask': mask, 'token_type_ids': np.zeros((1, 16), np.int64)}\n"
+        "feeds = {i.name: feeds[i.name] for i in s.get_inputs()}\n"
+        "print(json.dumps([o.ravel().tolist() for o in s.run(None, feeds)]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ort_py, str(Path(__file__).resolve().parents[1])]))
+    py = subprocess.run([sys.executable, "-c", script, str(out / "model.qnn.onnx"), json.dumps(ids)],
+                        capture_output=True, text=True, timeout=600, env=env)
+    assert py.returncode == 0, py.stderr[-2000:]
+    python = [np.array(v) for v in json.loads(py.stdout)]
+    assert [a.size for a in java] == [b.size for b in python]
     for a, b in zip(java, python):
         assert float(np.max(np.abs(a - b))) <= 1e-4, float(np.max(np.abs(a - b)))

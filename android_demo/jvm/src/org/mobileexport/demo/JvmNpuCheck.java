@@ -9,8 +9,9 @@ import org.mobileexport.core.Encoding;
  * The app's NPU path on the JVM: {@link OrtRunner#onHtp} (refused where ONNX Runtime has no QNN provider, as on a
  * phone without an HTP: the app then runs model.onnx), and the same runner's fixed-length calling convention (pad
  * to the file's length, cut per-token outputs back) run on ONNX Runtime's CPU provider, which runs the QDQ model
- * too. Prints {@code htp: ...}, {@code fixed N}, one {@code out K: v v ...} line per output, and whether a text
- * longer than the file's length is refused.
+ * too. Prints {@code htp: ...}, {@code fixed N}, {@code ran at L} (the graph's length: a several-length file's
+ * shortest that fits), one {@code out K: v v ...} line per output, and whether a text longer than the file's length
+ * is refused.
  *
  * <p>Usage: {@code JvmNpuCheck MODEL_QNN_ONNX ID,ID,...}
  */
@@ -33,6 +34,7 @@ public final class JvmNpuCheck {
         try (OrtRunner runner = new OrtRunner(model, OrtRunner.sessionOptions(2))) {
             System.out.println("fixed " + runner.fixedLength());
             float[][] outs = runner.runAll(new Encoding(ids, new long[ids.length]));
+            System.out.println("ran at " + runner.lastLength());
             for (int k = 0; k < outs.length; k++) {
                 StringBuilder line = new StringBuilder("out " + k + ":");
                 for (float v : outs[k]) {

@@ -5,6 +5,10 @@ import ai.onnxruntime.OrtEnvironment;
 import ai.onnxruntime.OrtException;
 import ai.onnxruntime.OrtSession;
 import java.io.File;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.FloatBuffer;
 import java.nio.LongBuffer;
 import java.util.ArrayList;
@@ -14,11 +18,13 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.json.JSONArray;
 import org.json.JSONException;
 import org.json.JSONObject;
 import org.mobileexport.core.CarriedAssets;
 import org.mobileexport.core.Encoding;
+import org.mobileexport.core.LengthGraphs;
 import org.mobileexport.core.ModelRunner;
 
 /**
@@ -34,32 +40,62 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
     private final OrtSession session;
     private final int fixedLength; // the NPU file's one sequence length; 0: any length (the CPU file)
     private final Set<String> perToken = new HashSet<>(); // outputs with one row per token, cut back after padding
+    private final TreeMap<Integer, OrtSession> byLength = new TreeMap<>(); // an NPU file's shorter graphs
+    private int lastLength; // the length the last text ran at (the shortest graph it fits)
 
     /** Loads the model from a file path: ONNX Runtime reads it natively, never as a Java byte[] copy. */
     OrtRunner(File model) throws OrtException {
         this(model, sessionOptions(Runtime.getRuntime().availableProcessors()));
     }
 
-    /** Loads the model with {@code options} (closed here; the session keeps what it needs). */
+    /**
+     * Loads the model with {@code options} (closed here; the sessions keep what they need). An NPU file with graphs
+     * for several lengths ({@code --npu-lengths}) gets a session per length, each built from the file's weights and
+     * its stored graph ({@link LengthGraphs}); a text runs in the shortest it fits.
+     */
     OrtRunner(File model, OrtSession.SessionOptions options) throws OrtException {
         try (options) {
             session = env.createSession(model.getAbsolutePath(), options); // the session keeps a copy
-        }
-        String facts = carried(QNN_FACTS_KEY);
-        if (facts == null) {
-            fixedLength = 0;
-            return;
-        }
-        try {
-            JSONObject recorded = new JSONObject(facts);
-            fixedLength = recorded.getInt("sequence_length");
-            JSONArray names = recorded.optJSONArray("per_token_outputs");
-            for (int k = 0; names != null && k < names.length(); k++) {
-                perToken.add(names.getString(k));
+            String facts = carried(QNN_FACTS_KEY);
+            if (facts == null) {
+                fixedLength = 0;
+                return;
             }
-        } catch (JSONException e) {
-            session.close();
-            throw new IllegalStateException(model.getName() + " carries unreadable " + QNN_FACTS_KEY + ": " + e.getMessage(), e);
+            try {
+                JSONObject recorded = new JSONObject(facts);
+                fixedLength = recorded.getInt("sequence_length");
+                JSONArray names = recorded.optJSONArray("per_token_outputs");
+                for (int k = 0; names != null && k < names.length(); k++) {
+                    perToken.add(names.getString(k));
+                }
+                JSONArray lengths = recorded.optJSONArray("lengths");
+                if (lengths != null && lengths.length() > 1) {
+                    shorter(model, options, new JSONObject(carried(LengthGraphs.KEY)), lengths);
+                }
+            } catch (JSONException | IOException | RuntimeException | OrtException e) {
+                close();
+                if (e instanceof OrtException) {
+                    throw (OrtException) e;
+                }
+                throw new IllegalStateException(model.getName() + " carries unreadable facts or graphs: "
+                        + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** A session per shorter length the NPU file holds, built from its mapped bytes (the weights are not kept). */
+    private void shorter(File model, OrtSession.SessionOptions options, JSONObject graphs, JSONArray lengths)
+            throws JSONException, IOException, OrtException {
+        ByteBuffer bytes;
+        try (RandomAccessFile raf = new RandomAccessFile(model, "r"); FileChannel channel = raf.getChannel()) {
+            bytes = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+        }
+        for (int k = 0; k < lengths.length(); k++) {
+            int length = lengths.getInt(k);
+            if (length < fixedLength) {
+                byte[] built = LengthGraphs.modelFor(bytes, LengthGraphs.inflate(graphs.getString(String.valueOf(length))));
+                byLength.put(length, env.createSession(built, options));
+            }
         }
     }
 
@@ -130,18 +166,25 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
                     + ": cut the text there, or export with a larger --max-seq-len");
         }
         int length = fixedLength > 0 ? fixedLength : n; // the NPU file: right-padded with id 0, mask 0
+        OrtSession chosen = session;
+        Map.Entry<Integer, OrtSession> shortest = byLength.ceilingEntry(n);
+        if (fixedLength > 0 && shortest != null) { // the shortest graph the text fits
+            length = shortest.getKey();
+            chosen = shortest.getValue();
+        }
+        lastLength = length;
         long[] shape = {1, length};
         Map<String, OnnxTensor> feeds = new HashMap<>();
         try {
             feeds.put("input_ids", OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.inputIds, length)), shape));
             feeds.put("attention_mask",
                     OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.attentionMask, length)), shape));
-            if (session.getInputNames().contains("token_type_ids")) { // every family's but DistilBERT's
+            if (chosen.getInputNames().contains("token_type_ids")) { // every family's but DistilBERT's
                 feeds.put("token_type_ids",
                         OnnxTensor.createTensor(env, LongBuffer.wrap(padded(in.tokenTypeIds, length)), shape));
             }
-            List<String> names = new ArrayList<>(session.getOutputNames());
-            try (OrtSession.Result result = session.run(feeds)) {
+            List<String> names = new ArrayList<>(chosen.getOutputNames());
+            try (OrtSession.Result result = chosen.run(feeds)) {
                 // every element of the batch of one, whatever the rank: [1, classes], [1, tokens, vocabulary], ...
                 float[][] outputs = new float[result.size()][];
                 for (int k = 0; k < outputs.length; k++) {
@@ -191,8 +234,16 @@ final class OrtRunner implements ModelRunner, CarriedAssets, AutoCloseable {
         return session.getMetadata().getCustomMetadata().get(key);
     }
 
+    /** The length the last text ran at: the file's, or the shortest of its graphs the text fit. */
+    int lastLength() {
+        return lastLength;
+    }
+
     @Override
     public void close() throws OrtException {
+        for (OrtSession s : byLength.values()) {
+            s.close();
+        }
         session.close();
     }
 }
