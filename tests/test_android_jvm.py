@@ -329,23 +329,7 @@ def test_app_npu_runner_pads_cuts_and_falls_back(tmp_path, tiny_checkpoint, shar
     assert any(line.startswith("htp: refused") for line in lines), proc.stdout
     assert "fixed 128" in lines and any(line.startswith("longer: refused (the NPU file takes at most 128") for line in lines)
     java = [np.array([float(v) for v in line.split(":", 1)[1].split()]) for line in lines if line.startswith("out ")]
-    script = (
-        "import json, sys, numpy as np, onnxruntime as ort\n"
-        "o = ort.SessionOptions(); o.add_session_config_entry('session.x64quantprecision', '1')\n"
-        "o.intra_op_num_threads = 1; o.inter_op_num_threads = 1\n"
-        "s = ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])\n"
-        "ids = json.loads(sys.argv[2]); n = len(ids); row = np.zeros((1, 128), np.int64); row[0, :n] = ids\n"
-        "mask = np.zeros((1, 128), np.int64); mask[0, :n] = 1\n"
-        "feeds = {'input_ids': row, 'attention_mask': mask, 'token_type_ids': np.zeros((1, 128), np.int64)}\n"
-        "feeds = {i.name: feeds[i.name] for i in s.get_inputs()}\n"
-        "outs = s.run(None, feeds)\n"
-        "print(json.dumps([(o[:, :n] if o.ndim == 3 else o).ravel().tolist() for o in outs]))\n"
-    )
-    env = dict(os.environ, PYTHONPATH=ort_py)
-    py = subprocess.run([sys.executable, "-c", script, str(out / "model.qnn.onnx"), json.dumps(ids)],
-                        capture_output=True, text=True, timeout=600, env=env)
-    assert py.returncode == 0, py.stderr[-2000:]
-    python = [np.array(v) for v in json.loads(py.stdout)]
+    python = _padded_run(ort_py, out / "model.qnn.onnx", ids, 128)
     assert [a.size for a in java] == [b.size for b in python]  # per-token outputs cut to the text's 6 rows
     if task == "token-classification":
         assert java[0].size == len(ids) * python[0].size // len(ids) and python[0].size % len(ids) == 0
@@ -371,24 +355,35 @@ def test_app_npu_runner_sends_a_short_text_to_the_short_graph(tmp_path, tiny_che
     lines = proc.stdout.splitlines()
     assert "fixed 128" in lines and "ran at 16" in lines, proc.stdout
     java = [np.array([float(v) for v in line.split(":", 1)[1].split()]) for line in lines if line.startswith("out ")]
-    script = (
-        "import json, sys, numpy as np, onnx, onnxruntime as ort\n"
-        "from mobile_export.backends.qnn.graphs import model_for\n"
-        "model = model_for(onnx.load(sys.argv[1]), 16, 'model.qnn.onnx')\n"
-        "o = ort.SessionOptions(); o.add_session_config_entry('session.x64quantprecision', '1')\n"
-        "o.intra_op_num_threads = 1; o.inter_op_num_threads = 1\n"
-        "s = ort.InferenceSession(model, o, providers=['CPUExecutionProvider'])\n"
-        "ids = json.loads(sys.argv[2]); n = len(ids); row = np.zeros((1, 16), np.int64); row[0, :n] = ids\n"
-        "mask = np.zeros((1, 16), np.int64); mask[0, :n] = 1\n"
-        "feeds = {'input_ids': row, 'attention_mask': mask, 'token_type_ids': np.zeros((1, 16), np.int64)}\n"
-        "feeds = {i.name: feeds[i.name] for i in s.get_inputs()}\n"
-        "print(json.dumps([o.ravel().tolist() for o in s.run(None, feeds)]))\n"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ort_py, str(Path(__file__).resolve().parents[1])]))
-    py = subprocess.run([sys.executable, "-c", script, str(out / "model.qnn.onnx"), json.dumps(ids)],
-                        capture_output=True, text=True, timeout=600, env=env)
-    assert py.returncode == 0, py.stderr[-2000:]
-    python = [np.array(v) for v in json.loads(py.stdout)]
+    python = _padded_run(ort_py, out / "model.qnn.onnx", ids, 16)
     assert [a.size for a in java] == [b.size for b in python]
     for a, b in zip(java, python):
         assert float(np.max(np.abs(a - b))) <= 1e-4, float(np.max(np.abs(a - b)))
+
+
+def _padded_run(ort_py: str, path: Path, ids: list[int], length: int) -> list[np.ndarray]:
+    """The NPU file's model of ``length`` tokens (the file's own graph, or a shorter one it stores:
+    ``backends.qnn.graphs.model_for``) on the Java library's Python onnxruntime, CPU provider, the app's session
+    options: ``ids`` right-padded to ``length``, per-token outputs cut to the text's rows."""
+    script = (
+        "import json, sys, numpy as np, onnx, onnxruntime as ort\n"
+        "from mobile_export.backends.qnn.graphs import model_for\n"
+        "length = int(sys.argv[3]); model = onnx.load(sys.argv[1])\n"
+        "facts = json.loads({p.key: p.value for p in model.metadata_props}['mobile_export.qnn'])\n"
+        "own = facts['sequence_length'] == length\n"
+        "source = sys.argv[1] if own else model_for(model, length, 'model.qnn.onnx')\n"
+        "o = ort.SessionOptions(); o.add_session_config_entry('session.x64quantprecision', '1')\n"
+        "o.intra_op_num_threads = 1; o.inter_op_num_threads = 1\n"
+        "s = ort.InferenceSession(source, o, providers=['CPUExecutionProvider'])\n"
+        "ids = json.loads(sys.argv[2]); n = len(ids); row = np.zeros((1, length), np.int64); row[0, :n] = ids\n"
+        "mask = np.zeros((1, length), np.int64); mask[0, :n] = 1\n"
+        "feeds = {'input_ids': row, 'attention_mask': mask, 'token_type_ids': np.zeros((1, length), np.int64)}\n"
+        "feeds = {i.name: feeds[i.name] for i in s.get_inputs()}\n"
+        "outs = s.run(None, feeds)\n"
+        "print(json.dumps([(o[:, :n] if o.ndim == 3 else o).ravel().tolist() for o in outs]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ort_py, str(Path(__file__).resolve().parents[1])]))
+    py = subprocess.run([sys.executable, "-c", script, str(path), json.dumps(ids), str(length)],
+                        capture_output=True, text=True, timeout=600, env=env)
+    assert py.returncode == 0, py.stderr[-2000:]
+    return [np.array(v) for v in json.loads(py.stdout)]
