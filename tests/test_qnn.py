@@ -653,3 +653,21 @@ def test_a_broken_shorter_graph_refuses_the_file(tiny_checkpoint, shared_export,
     code = main(["run", str(path), "a short text"])
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_albert_fill_mask_npu_file_stores_its_tied_table_once(tiny_checkpoint, shared_export, capsys):
+    """ALBERT's masked-LM decoder (a MatMul) reads the lookup's uint8 codes through a per-row DequantizeLinear and a
+    Transpose: one table in the file, every node on the HTP, the gate passed; `size` says it is stored once."""
+    ckpt = tiny_checkpoint("fill-mask", "sentencepiece")
+    result = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False))
+    [art] = result.report["artifacts"]
+    assert result.passed and "stored once" in art["stats"]["qnn"]["tied_table"], art["stats"]["qnn"]
+    path = result.out / "model.qnn.onnx"
+    model = onnx.load(str(path))
+    tables = [t for t in model.graph.initializer if numpy_helper.to_array(t).shape[:1] == (200,)
+              and numpy_helper.to_array(t).ndim == 2 and numpy_helper.to_array(t).shape[1] > 1]
+    assert len(tables) == 1, [t.name for t in tables]  # the [vocab, embedding] codes, once
+    htp.session(path)
+    assert main(["size", str(path), "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert "the tied word-embedding table is stored once for the lookup and the decoder" in out, out

@@ -16,7 +16,7 @@ from ...core.errors import BadInputError
 from ..base import ExportStats, Plan
 from ..fixed import pad, per_token_outputs
 from .diagnosis import reference_path
-from .table import row_scaled
+from .table import row_scaled, tied_decoder_once
 from .htp import MASKED
 from .metadata import META_KEY
 from .ranges import HEADROOM, REPAIRED, quantize_with_headroom, tied
@@ -169,6 +169,7 @@ def _lower(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
             if f.exists():
                 os.unlink(f)
     model = onnx.load(str(dest))
+    once = tied_decoder_once(model) if per_row else 0  # a tied decoder reads the lookup's codes: the table once
     facts = {
         "sequence_length": plan.max_len,
         "activations": f"uint{bits}",
@@ -180,6 +181,7 @@ def _lower(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
         "calibration_source": plan.calibration_source,
         "range_headroom": HEADROOM[bits],
         **({"widened": {"tensors": list(plan.widen), "headroom": REPAIRED[bits]}} if plan.widen else {}),
+        **({"tied_table": f"stored once: the decoder reads the lookup's codes ({once:,} B saved)"} if once else {}),
     }
     entry = model.metadata_props.add()
     entry.key, entry.value = META_KEY, json.dumps(facts)
