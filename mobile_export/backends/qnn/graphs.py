@@ -39,7 +39,7 @@ def attach(main: Path, shorter: dict[int, Path]) -> dict[str, Any]:
     for length, path in sorted(shorter.items()):
         graph = onnx.load(str(path)).graph
         own = [t for t in graph.initializer if stored.get(t.name) != _digest(t)]
-        shared = sum(1 for t in graph.initializer if stored.get(t.name) == _digest(t))
+        shared = len(graph.initializer) - len(own)
         del graph.initializer[:]
         graph.initializer.extend(own)
         packed = zlib.compress(graph.SerializeToString(), 9)

@@ -21,11 +21,11 @@ class Runner:
 
     def __init__(self, path: Path, threads: int | None = None, soc: Soc = SIMULATED) -> None:
         path = Path(path)
-        self.sessions = {0: _session(path, path.name, soc)}
+        main = _session(path, path.name, soc)
         # the export's facts, from the metadata the session already read (the file is not parsed again)
-        recorded = json.loads(self.sessions[0].get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))
+        recorded = json.loads(main.get_modelmeta().custom_metadata_map.get(META_KEY, "{}"))
         self.length = int(recorded["sequence_length"])
-        self.sessions = {self.length: self.sessions[0]}
+        self.sessions = {self.length: main}
         self.lengths = sorted(int(n) for n in recorded.get("lengths") or [self.length])
         if len(self.lengths) > 1:  # every graph loaded now: a file one of whose graphs the HTP refuses is refused
             import onnx
