@@ -2,49 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ...core.native_stderr import caught_stderr
 from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_INPUTS_METHOD, HEAD_METHOD, SCHEDULE_METHOD
 
-_NOISE = (b"[cpuinfo_utils.cpp:", b"[threadpool.cpp:")  # the runtime's probing and threadpool notices
-
-
-@contextlib.contextmanager
-def _runtime_chatter_filtered():
-    """The ExecuTorch runtime prints cpuinfo probing lines (``[cpuinfo_utils.cpp:71] Reading file ...``) when it
-    first initializes and a notice whenever its threadpool is resized, through Python's ``sys.stderr`` (its
-    Python bindings' log) or, without them, file descriptor 2; catch both while loading and pass every other
-    line through, so real errors still show."""
-    import io
-    import os
-    import sys
-    import tempfile
-
-    sys.stderr.flush()
-    saved, python_stderr = os.dup(2), sys.stderr
-    logged = io.StringIO()
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        sys.stderr = logged
-        try:
-            yield
-        finally:
-            sys.stderr = python_stderr
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            kept = [line for line in caught.read().splitlines(keepends=True) if not line.startswith(_NOISE)]
-            if kept:
-                os.write(2, b"".join(kept))
-            text = [
-                line for line in logged.getvalue().splitlines(keepends=True) if not line.encode().startswith(_NOISE)
-            ]
-            if text:
-                python_stderr.write("".join(text))
+_NOISE = ("[cpuinfo_utils.cpp:", "[threadpool.cpp:")  # the runtime's probing and threadpool notices
 
 
 class Runner:
@@ -58,7 +24,8 @@ class Runner:
     def __init__(
         self, path: Path, threads: int | None = None, verification: str = "internal", entry: str | None = None
     ) -> None:
-        with _runtime_chatter_filtered():
+        # the runtime's cpuinfo probing and threadpool notices, printed when it first loads, are not the user's
+        with caught_stderr(lambda line: line.startswith(_NOISE)):
             self._load(path, threads, verification, entry)
 
     def _load(self, path: Path, threads: int | None, verification: str, entry: str | None) -> None:

@@ -4,12 +4,7 @@ file whose name and record name different SoCs (an app picks the file by its nam
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,31 +14,6 @@ from ...core.socs import SOCS
 _UNSUPPORTED = re.compile(r"Unsupported nodes in QNN EP:(.*)")
 _NODE_TYPE = re.compile(r"type:\s*([A-Za-z0-9_]+)")
 _NAMED_SOC = re.compile(r"^model\.([A-Za-z0-9]+)\.qnn\.onnx$")
-
-
-@contextlib.contextmanager
-def native_log() -> Iterator[list[str]]:
-    """File descriptor 2 caught while a session is created (ONNX Runtime's logger writes its errors there, outside
-    Python); the lines are in the yielded list afterwards, written back unless the block raised (the refusal then
-    says what they said, in one line)."""
-    sys.stderr.flush()
-    lines: list[str] = []
-    saved = os.dup(2)
-    failed = False
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
-            yield lines
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            lines.extend(caught.read().decode("utf-8", "replace").splitlines())
-            if lines and not failed:
-                os.write(2, ("\n".join(lines) + "\n").encode())
 
 
 def why_not(shown: str, exc: BaseException, log: list[str]) -> ArtifactLoadError:

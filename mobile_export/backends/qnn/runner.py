@@ -55,11 +55,12 @@ class Runner:
 
 def _session(source: Path | bytes, shown: str, soc: Soc) -> Any:
     """An HTP session of ``source``, or the one-line refusal of why the HTP does not take it."""
-    from .refusal import native_log, why_not
+    from ...core.native_stderr import caught_stderr
+    from .refusal import why_not
 
     log: list[str] = []
     try:
-        with native_log() as log:
+        with caught_stderr(echo_on_error=False) as log:
             return htp.session(source, soc)
     except Exception as exc:  # ONNX Runtime's errors: nodes off the HTP, an unreadable context binary
         raise why_not(shown, exc, log) from None
