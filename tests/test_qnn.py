@@ -15,9 +15,10 @@ from onnx import numpy_helper
 
 from mobile_export import Backend, ExportOptions, Thresholds, backends
 from mobile_export.backends.qnn import htp
-from mobile_export.backends.qnn.metadata import facts
+from mobile_export.backends.qnn.metadata import META_KEY, facts
 from mobile_export.cli.main import main
 from mobile_export.core.errors import ArtifactLoadError, BadInputError
+from mobile_export.core.socs import SIMULATED
 from mobile_export.demo.tiny import NATIVE_TOKENIZER
 from mobile_export.exporter.calibration import MAX_UNKNOWN, calibration_for, calibration_texts, unknown_share
 from mobile_export.parity.corpus import load_reviews
@@ -531,6 +532,38 @@ def _off_the_htp(path: Path, dest: Path) -> None:
     restamp(dest)
 
 
+def _weight_shared(path: Path, dest: Path) -> None:
+    """The QDQ model compiled twice into one context with HTP weight sharing (as ONNX Runtime's weight-sharing tool
+    and AI Hub write several graphs over one set of weights), the context binary embedded, named and recorded for
+    SM8650, restamped: a file QNN's x86 simulator kills the process on."""
+    import onnxruntime as ort
+
+    work = dest.parent / "shared"
+    work.mkdir()
+    second = onnx.load(str(path))
+    second.graph.name = "second"
+    onnx.save(second, str(work / "second.onnx"))
+    for i, source in enumerate((path, work / "second.onnx")):
+        config = {"ep.context_enable": "1", "ep.context_embed_mode": "0", "ep.share_ep_contexts": "1",
+                  "ep.context_file_path": str(work / f"c{i}.onnx")}
+        if i:
+            config["ep.stop_share_ep_contexts"] = "1"
+        ort.InferenceSession(str(source), sess_options=htp._options(SIMULATED, config))
+    model = onnx.load(str(work / "c1.onnx"))
+    [binary] = work.glob("*.bin")
+    for attr in model.graph.node[0].attribute:
+        if attr.name == "ep_cache_context":
+            attr.s = binary.read_bytes()
+        if attr.name == "embed_mode":
+            attr.i = 1
+    for p in model.metadata_props:
+        if p.key == META_KEY:
+            p.value = json.dumps({**json.loads(p.value), "compiled_for": "SM8650"})
+    onnx.save(model, str(dest))
+    shutil.rmtree(work)
+    restamp(dest)
+
+
 # name -> (source file, the file name it is given, builder or None (a plain copy), words of the one-line refusal)
 NPU_HOSTILE = {
     "context-zeroed": ("model.SM8650.qnn.onnx", "model.SM8650.qnn.onnx", _context_damaged,
@@ -540,6 +573,8 @@ NPU_HOSTILE = {
     "other-soc": ("model.SM8750.qnn.onnx", "model.SM8650.qnn.onnx", None, "compiled for SM8750, not the SM8650"),
     "qdq-named-for-a-soc": ("model.qnn.onnx", "model.SM8650.qnn.onnx", None, "records no SoC it was compiled for"),
     "node-off-the-htp": ("model.qnn.onnx", "model.qnn.onnx", _off_the_htp, "nodes the HTP does not take (Mod)"),
+    "weight-shared-context": ("model.qnn.onnx", "model.SM8650.qnn.onnx", _weight_shared,
+                              "crashes the HTP simulator (SIGSEGV; QNN: Shared weights buffer"),
 }
 
 
@@ -619,7 +654,7 @@ def test_npu_lengths_refused_where_they_cannot_be(tiny_checkpoint, tmp_path, cap
     cases = {
         ("--npu-lengths", "4"): "is not a length of at least 8",
         ("--npu-lengths", "16,x"): "is not a length of at least 8",
-        ("--npu-lengths", "16", "--soc", "SM8650"): "--npu-lengths with --soc is not offered yet",
+        ("--npu-lengths", "16", "--soc", "SM8650"): "--npu-lengths with --soc is not offered: ",
         ("--npu-lengths", "256"): "longer than the file's 128 tokens",
     }
     for extra, words in cases.items():

@@ -35,16 +35,16 @@ def available() -> bool:
     return importlib.util.find_spec("onnxruntime_qnn") is not None
 
 
-def _options(soc: Soc, config: dict[str, str]):
+def _options(soc: Soc, config: dict[str, str], severity: int = 3):
     import onnxruntime as ort
     import onnxruntime_qnn
 
-    ort.set_default_logger_severity(3)  # the provider's capability notes go to the process' default logger
+    ort.set_default_logger_severity(severity)  # the provider's capability notes go to the process' default logger
     devices = _devices(ort)
     if not devices:
         raise RuntimeError("ONNX Runtime lists no QNN device; reinstall the [qnn] extra (onnxruntime-qnn)")
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = severity
     options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     for key, value in config.items():
         options.add_session_config_entry(key, value)
@@ -55,13 +55,14 @@ def _options(soc: Soc, config: dict[str, str]):
     return options
 
 
-def session(source: Path | bytes, soc: Soc = SIMULATED):
+def session(source: Path | bytes, soc: Soc = SIMULATED, severity: int = 3):
     """An ONNX Runtime session of the model at ``source`` (a QDQ model, or one precompiled for ``soc``; or its
-    serialized bytes) with every node on the HTP of ``soc`` (no CPU fallback)."""
+    serialized bytes) with every node on the HTP of ``soc`` (no CPU fallback); ONNX Runtime's log from
+    ``severity`` up (0: verbose, QNN's own log included)."""
     import onnxruntime as ort
 
     model = source if isinstance(source, bytes) else str(source)
-    return ort.InferenceSession(model, sess_options=_options(soc, {}))
+    return ort.InferenceSession(model, sess_options=_options(soc, {}, severity))
 
 
 def compile_context(path: Path, dest: Path, soc: Soc) -> None:

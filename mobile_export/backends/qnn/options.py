@@ -35,8 +35,9 @@ class QnnOptions:
         lengths = parse_lengths(self.npu_lengths)
         if lengths and self.soc:
             raise BadInputError(
-                "--npu-lengths with --soc is not offered yet (a precompiled file holds one length); export the "
-                "lengths as a QDQ file, or precompile one length"
+                "--npu-lengths with --soc is not offered: several lengths precompiled over one set of weights "
+                "need QNN's HTP weight sharing, whose context QNN's x86 simulator cannot load to check it; export "
+                "the lengths as a QDQ file (compiled on the phone when loaded), or precompile one length"
             )
         if self.qnn_activations not in QNN_ACTIVATION_BITS:
             choices = " or ".join(map(str, QNN_ACTIVATION_BITS))
