@@ -611,7 +611,8 @@ def test_the_good_npu_files_pass_the_checks_the_hostile_ones_fail(tiny_checkpoin
         capsys.readouterr()
 
 
-def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpoint, shared_export, tmp_path):
+def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpoint, shared_export, tmp_path,
+                                                                    capsys):
     """--npu-lengths 16: the file keeps its 128-token graph and gains a 16-token one over the same stored weights;
     a short text runs in the short graph and gives what a one-length 16-token file gives, bit for bit; a long one
     runs in the 128-token graph; every graph passes on its own texts."""
@@ -639,6 +640,13 @@ def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpo
     import zlib
 
     stored16 = onnx.GraphProto.FromString(zlib.decompress(base64.b64decode(stored["16"])))
+    # size gives the short graph a line of its own, and a one-length file none
+    assert backends.length_graphs(path) == {16: len(stored["16"])}
+    assert backends.length_graphs(one16.out / "model.qnn.onnx") == {}
+    capsys.readouterr()
+    assert main(["size", str(path), "--no-memory"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "graphs of other lengths" in x)
+    assert f"{len(stored['16']):,} B" in line and "(16 tokens" in line
     assert stored16.initializer and max(numpy_helper.to_array(t).nbytes for t in stored16.initializer) <= 1024
     runners = {name: load(r.out) for name, r in (("multi", multi), ("16", one16))}
     for text, length in (("good", 16), ("a short text", 16), (" ".join(["word"] * 40), 128)):

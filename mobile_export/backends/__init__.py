@@ -289,6 +289,13 @@ def sequence_length(backend: Backend, stats: dict[str, Any]) -> int | None:
     return fmt.sequence_length(stats) if fmt is not None else None
 
 
+def length_graphs(path: Path) -> dict[int, int]:
+    """The bytes a fixed-length file stores for each other length it runs, by length; empty for any other file
+    (``FixedLength.length_graphs``)."""
+    fmt = cast(FixedLength | None, capable(for_path(path), Capability.FIXED_LENGTH))
+    return fmt.length_graphs(path) if fmt is not None else {}
+
+
 def compiled_for(path: Path) -> dict[str, Any] | None:
     """The device a precompiled file at ``path`` was compiled for and its compiled part's bytes, None for any
     other file (``Precompiling.compiled_for``)."""

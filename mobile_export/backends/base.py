@@ -339,6 +339,11 @@ class FixedLength(Protocol):
         """The length an artifact lowered with ``stats`` runs, None where they do not record it."""
         ...
 
+    def length_graphs(self, path: Path) -> dict[int, int]:
+        """The bytes the file at ``path`` stores for each other length it runs (a graph per length over the same
+        weights), by length; empty for a file of one length."""
+        ...
+
 
 class HostPrecision(Protocol):
     """A format whose runtime sums int8 products differently by host CPU; its ``Runner`` takes ``precision`` (one of
@@ -374,7 +379,7 @@ CAPABILITIES: dict[Capability, tuple[str, ...]] = {
     Capability.DIAGNOSIS: ("diagnose", "ranges_headroom"),
     Capability.SIMULATOR_POOL: ("Pool",),
     Capability.PRECOMPILE: ("precompile", "compiled_for"),
-    Capability.FIXED_LENGTH: ("sequence_length",),
+    Capability.FIXED_LENGTH: ("sequence_length", "length_graphs"),
     Capability.HOST_PRECISION: ("precision_modes", "describe_precision", "phone_precision"),
     Capability.TASK_METADATA: ("task_metadata",),
 }

@@ -157,6 +157,7 @@ class SizeEntry(TypedDict, total=False):
     int4_group_size: int
     other_constants_bytes: int
     embedded_bytes: int  # the strings the artifact carries (its assets block and identity)
+    length_graphs: dict[str, int]  # bytes of the graph stored for each other length the file runs (``--npu-lengths``)
     delegate_graph_bytes: int
     extra_copies_bytes: dict[str, int]
     parameters: dict[str, int]
@@ -194,6 +195,7 @@ def breakdown(
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
         "embedded_bytes": sum(len(v) for k, v in fmt.embedded(path).items() if k in (ASSETS_KEY, IDENTITY_KEY)),
+        "length_graphs": {str(n): b for n, b in backends.length_graphs(path).items()},
         "memory_sharing_preserved": ram_shared,
         "memory_sharing_verdict": ram_verdict,
         "blobs": len(blobs),
@@ -371,8 +373,14 @@ def compiled_entry(path: Path, soc: str, context_bytes: int) -> SizeEntry:
 
 
 def format_overhead(e: SizeEntry | dict) -> int:
-    """Bytes of the artifact that are neither weights, other constants nor its embedded assets."""
-    return int(e.get("overhead_bytes", 0)) - int(e.get("other_constants_bytes", 0)) - int(e.get("embedded_bytes", 0))
+    """Bytes of the artifact that are neither weights, other constants, its embedded assets nor other lengths'
+    graphs."""
+    return (
+        int(e.get("overhead_bytes", 0))
+        - int(e.get("other_constants_bytes", 0))
+        - int(e.get("embedded_bytes", 0))
+        - sum(e.get("length_graphs", {}).values())
+    )
 
 
 def _mb(n: int) -> str:
@@ -398,6 +406,12 @@ def format_entry(e: SizeEntry) -> str:
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
         if e.get("embedded_bytes"):
             lines.append(f"  {'embedded assets':<26}{e['embedded_bytes']:>14,} B  (tokenizer, labels, card, identity)")
+        if e.get("length_graphs"):
+            lengths = ", ".join(e["length_graphs"])
+            lines.append(
+                f"  {'graphs of other lengths':<26}{sum(e['length_graphs'].values()):>14,} B  ({lengths} tokens: "
+                "their nodes and own scales, compressed; the weights are the file's)"
+            )
         lines.append(
             f"  {'format overhead':<26}{format_overhead(e):>14,} B"
             + (f"  (XNNPACK graphs {e['delegate_graph_bytes']:,} B)" if e.get("delegate_graph_bytes") else "")

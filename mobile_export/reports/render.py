@@ -202,6 +202,9 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
         rows.append(["other constants"] + [f"{s.get('other_constants_bytes', 0):,}" for _, s in sized])
         if any(s.get("embedded_bytes") for _, s in sized):
             rows.append(["embedded assets"] + [f"{s.get('embedded_bytes', 0):,}" for _, s in sized])
+        if any(s.get("length_graphs") for _, s in sized):
+            graphs = [sum(s.get("length_graphs", {}).values()) for _, s in sized]
+            rows.append(["graphs of other lengths"] + [f"{b:,}" for b in graphs])
         rows.append(["format overhead"] + [f"{format_overhead(s):,}" for _, s in sized])
         rows.append(["deflate-compressed"] + [f"{s.get('deflate_bytes', 0):,}" for _, s in sized])
         rows.append(["sharing on disk"] + [_preserved(s.get("sharing_preserved")) for _, s in sized])

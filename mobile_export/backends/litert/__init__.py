@@ -62,3 +62,8 @@ def sequence_length(stats: dict[str, Any]) -> int | None:
     from ..fixed import recorded_length
 
     return recorded_length(stats, "litert")
+
+
+def length_graphs(path: Path) -> dict[int, int]:
+    """Empty: a .tflite runs one length (``base.FixedLength``)."""
+    return {}

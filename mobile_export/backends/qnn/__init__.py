@@ -41,6 +41,7 @@ __all__ = [
     "export",
     "files",
     "int4_group_size",
+    "length_graphs",
     "memory_sharing",
     "precompile",
     "ranges_headroom",
@@ -66,6 +67,13 @@ def sequence_length(stats: dict[str, Any]) -> int | None:
     from ..fixed import recorded_length
 
     return recorded_length(stats, "qnn")
+
+
+def length_graphs(path: Path) -> dict[int, int]:
+    """The bytes of the graph stored for each shorter length (``--npu-lengths``), by length (``base.FixedLength``)."""
+    from .graphs import stored_bytes
+
+    return stored_bytes(path)
 
 
 def diagnose(path: Path, examples: Sequence[Example], inputs: Sequence[str]) -> dict[str, Any] | None:

@@ -58,6 +58,17 @@ def attach(main: Path, shorter: dict[int, Path]) -> dict[str, Any]:
     return {"lengths": recorded["lengths"], "graph_bytes": own_bytes, "shared_initializers": shared}
 
 
+def stored_bytes(path: Path) -> dict[int, int]:
+    """The bytes of the metadata entry that holds each shorter length's graph, by length (empty: one length)."""
+    from ..onnx.embedding import embedded
+
+    try:
+        graphs = json.loads(embedded(path).get(GRAPHS_KEY) or "{}")
+        return {int(n): len(packed) for n, packed in sorted(graphs.items(), key=lambda kv: int(kv[0]))}
+    except (ValueError, TypeError, AttributeError):
+        raise ArtifactLoadError(f"{path.name}: its graphs for other lengths are unreadable; export it again") from None
+
+
 def model_for(model: Any, length: int, shown: str) -> bytes:
     """The serialized model of the file's graph for ``length`` (``model``: the whole file as a ModelProto):
     its stored graph, completed with the main graph's initializers it reads."""
