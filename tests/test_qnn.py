@@ -721,3 +721,15 @@ def test_albert_fill_mask_npu_file_stores_its_tied_table_once(tiny_checkpoint, s
     assert main(["size", str(path), "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert "the tied word-embedding table is stored once for the lookup and the decoder" in out, out
+
+
+def test_a_tied_table_kept_twice_at_8_bit_activations_says_why(tiny_checkpoint, shared_export, capsys):
+    """The other direction: at --qnn-activations 8 the lookup's table has one scale for every row, which the
+    decoder cannot read, so the file keeps two tables and `size` says the sharing is not preserved, and why."""
+    ckpt = tiny_checkpoint("fill-mask", "sentencepiece")
+    result = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, qnn_activations=8))
+    [art] = result.report["artifacts"]
+    assert "tied_table" not in art["stats"]["qnn"] and art["size"]["sharing_preserved"] is False
+    assert main(["size", str(result.out / "model.qnn.onnx"), "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert "why: the decoder reads the lookup's codes at 16-bit activations" in out and "--qnn-activations 8" in out

@@ -154,10 +154,9 @@ BACKENDS: dict[Backend, BackendInfo] = {
         families=frozenset({"albert", "bert", "camembert", "distilbert", "electra", "roberta", "xlm-roberta"}),
         int8_table=False,  # QNN's quantizer takes the float table (an int8 Gather and its Cast stay off the HTP)
         simulator="QNN's x86-64 HTP simulator",
-        tied_table_twice="the decoder reads the lookup's codes where it is a MatMul at 16-bit activations (the "
-        "default); at --qnn-activations 8 the lookup's table has one scale for every row, which no per-row decoder "
-        "reads, and a decoder fused with its bias into a Gemm (RoBERTa's family) computes wrong on the HTP when it "
-        "reads the shared codes (measured: -2.1 dB; right on the CPU provider), so it keeps its own matrix",
+        tied_table_twice="the decoder reads the lookup's codes at 16-bit activations (the default); at "
+        "--qnn-activations 8 the lookup's table has one scale for every row, which no per-row decoder reads, so it "
+        "keeps its own matrix",
         optional_files=tuple(soc.file_name for soc in SOCS.values()),
         parity_per_bucket=8,  # the simulator: about a second per text at 128 tokens on one core
         capabilities=frozenset(

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .gemm import unfused
+
 SCALE_SUFFIX = ".row_scale"  # the per-row scales' initializer: the table's name and this
 
 
@@ -37,7 +39,7 @@ def row_scaled(model: Any, table: str) -> str:
     return scales
 
 
-def _dequantized(inits: dict[str, Any], node: Any, axis_of: int | None = None) -> np.ndarray:
+def dequantized(inits: dict[str, Any], node: Any, axis_of: int | None = None) -> np.ndarray:
     """The float values a DequantizeLinear of initializers gives (per tensor, or per channel along its axis)."""
     from onnx import numpy_helper
 
@@ -53,9 +55,10 @@ def _dequantized(inits: dict[str, Any], node: Any, axis_of: int | None = None) -
 def tied_decoder_once(model: Any) -> int:
     """Point a masked-LM decoder whose weight is the word table's transpose (a tied table, quantized twice: the
     lookup's uint8 rows of one scale and the decoder's own matrix) at the lookup's codes: a DequantizeLinear per row
-    (the table's scale times the row's scale, as the lookup multiplies them) and a Transpose before its MatMul. The
-    HTP takes it (one uint8 initializer read by both; BENCHMARKS "The NPU for short texts"); returns the bytes no
-    longer stored, 0 when there is no tied decoder."""
+    (the table's scale times the row's scale, as the lookup multiplies them) and a Transpose before its MatMul (a
+    decoder fused with its bias into a Gemm is split back first). The HTP takes it (one uint8 initializer read by
+    both; BENCHMARKS "The NPU for short texts"); returns the bytes no longer stored, 0 when there is no tied
+    decoder."""
     from onnx import helper, numpy_helper
 
     graph = model.graph
@@ -83,21 +86,25 @@ def tied_decoder_once(model: Any) -> int:
     codes = numpy_helper.to_array(inits[table_dq.input[0]])
     scale_table = float(numpy_helper.to_array(inits[table_dq.input[1]]))
     zero_table = numpy_helper.to_array(inits[table_dq.input[2]])
-    rows = _dequantized(inits, rows_dq).reshape(-1)
-    table = _dequantized(inits, table_dq) * rows[:, None]
-    for node in graph.node:
-        # a MatMul only: a Gemm (the decoder and its bias fused by QNN's preprocessing: RoBERTa's family) reading
-        # the shared codes loads on the HTP but computes wrong there (-2.1 dB; right on the CPU provider: measured)
-        if node.op_type != "MatMul":
+    rows = dequantized(inits, rows_dq).reshape(-1)
+    table = dequantized(inits, table_dq) * rows[:, None]
+    for node in list(graph.node):
+        if node.op_type not in ("MatMul", "Gemm"):
             continue
         weight = made.get(node.input[1])
         if weight is None or weight.op_type != "DequantizeLinear" or weight.input[0] not in inits:
             continue
         if numpy_helper.to_array(inits[weight.input[0]]).shape != codes.shape[::-1]:
             continue
-        values = _dequantized(inits, weight)
+        values = dequantized(inits, weight)
         if np.abs(values - table.T).max() > 0.02 * np.abs(table).max():  # another matrix of the same shape
             continue
+        if node.op_type == "Gemm":
+            # the decoder and its bias, fused by QNN's preprocessing (BERT's, ELECTRA's and RoBERTa's families):
+            # reading the shared codes, a Gemm computes wrong on the HTP, a MatMul and an Add right (``gemm``)
+            node = unfused(model, node)
+            if node is None:
+                return 0
         name = base + ".decoder"
         graph.initializer.extend(
             [
