@@ -186,6 +186,7 @@ def test_ray_without_the_extra_is_a_clear_error(demo_onnx, monkeypatch, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # a local Ray cluster and its workers' imports: about a minute and a half (make test-slow runs it)
 def test_ray_cluster_gives_the_single_process_report(demo_onnx, demo_single_report, tmp_path):
     """Two Ray workers on this machine, batches merged: every count equal, every sum within rounding (the
     workers run single-threaded, so torch's and ONNX Runtime's fp32 outputs may differ in their last bits
