@@ -1,13 +1,16 @@
 """The NPU file at albert-base-v2's shape against the CPU's int8 .onnx, and what QNN's compiled context holds.
 
-    python benchmarks/npu.py [--out out/npu] [--socs SM8650,SM8750]
+    python benchmarks/npu.py [--out out/npu] [--socs SM8650,SM8750] [--npu-lengths 16,32,64]
 
 Builds a seeded random albert-base-v2-shaped classifier (no hub here: 30,000-token WordPiece vocabulary, hidden 768,
 12 layers sharing one, embedding 128, 2 labels), exports it with default options to the CPU's int8 .onnx and to the
 NPU's .qnn.onnx precompiled for ``--socs`` (the gates off: random 12-layer weights make top-1 agreement meaningless;
 SQNR is still the real runtime against fp32 PyTorch), then prints the bytes of each file, the ratio the NPU issue
 bounds (<= 1.25x), and the context of the same QDQ model with each layer's copy of the shared weights made distinct
-(every byte shifted per copy), which shows whether QNN's context holds the shared weights once. Numbers: BENCHMARKS.md.
+(every byte shifted per copy), which shows whether QNN's context holds the shared weights once. With
+``--npu-lengths``, also the QDQ file holding a graph for each of those lengths: its bytes against its own graph's
+alone (the file less the shorter graphs' entry: the one-length file's), and each graph's parity on its own texts.
+Numbers: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -63,10 +66,26 @@ def distinct_copies(src: Path, dest: Path) -> int:
     return added
 
 
+def lengths_report(folder: Path, report: dict) -> None:
+    """The several-length file's bytes against its own graph's alone, and each graph's parity on its own texts."""
+    from mobile_export.backends import length_graphs
+
+    art = report["artifacts"][0]
+    graphs = length_graphs(folder / art["file"])
+    stored = sum(graphs.values())
+    print(f"several lengths {sorted([*graphs, art['stats']['qnn']['sequence_length']])}: {art['bytes']:,} B; "
+          f"the shorter graphs {stored:,} B ({', '.join(f'{n}: {b:,}' for n, b in graphs.items())}); "
+          f"{art['bytes'] / (art['bytes'] - stored):.3f}x the file of its own graph alone")
+    for b in art["parity"]["by_length"]:
+        print(f"  graph {b['bucket']}: {b['examples']} texts, {b['sqnr_db']:.1f} dB, decisive agreement "
+              f"{b.get('decisive_agreement')}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="out/npu")
     p.add_argument("--socs", default="SM8650,SM8750")
+    p.add_argument("--npu-lengths", default=None, help="also export the QDQ file with these shorter lengths")
     a = p.parse_args()
     from mobile_export.backends.qnn import htp
     from mobile_export.core.socs import SIMULATED
@@ -78,6 +97,8 @@ def main() -> int:
         print("building albert-base-v2 (albert) ...", flush=True)
         build_tiny_checkpoint(ckpt, "text-classification", "wordpiece", 0, family="albert", **SHAPE)
     runs = {"onnx": ["--backend", "onnx"], "qnn": ["--backend", "qnn", "--soc", a.socs]}
+    if a.npu_lengths:
+        runs["qnn-lengths"] = ["--backend", "qnn", "--npu-lengths", a.npu_lengths]
     for name, args in runs.items():
         dest = out / name
         if not (dest / "report.json").is_file():
@@ -94,6 +115,8 @@ def main() -> int:
     for c in npu["stats"].get("precompiled", []):
         print(f"  {c['file']}: {c['bytes']:,} B for {c['soc']}, compiled in {c['compile_seconds']} s, loads in "
               f"{c['load_seconds']} s")
+    if a.npu_lengths:
+        lengths_report(out / "qnn-lengths", reports["qnn-lengths"])
     distinct = out / "distinct.qnn.onnx"
     added = distinct_copies(out / "qnn" / "model.qnn.onnx", distinct)
     contexts = []
