@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .qdq import dequantized
+
 
 def _attr(node: Any, name: str, default: float) -> float:
     return next((a.f if a.type == 1 else a.i for a in node.attribute if a.name == name), default)
@@ -20,8 +22,6 @@ def unfused(model: Any, gemm: Any) -> Any | None:
     output's precision) and an Add of the bias requantized per tensor at that precision; the MatMul, or None (the
     graph unchanged) for a Gemm of another form (transposed, scaled, no bias, an output not quantized)."""
     from onnx import helper, numpy_helper
-
-    from .table import dequantized
 
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}

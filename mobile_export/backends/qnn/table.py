@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .gemm import unfused
+from .qdq import dequantized
 
 SCALE_SUFFIX = ".row_scale"  # the per-row scales' initializer: the table's name and this
 
@@ -37,19 +38,6 @@ def row_scaled(model: Any, table: str) -> str:
     graph.node.insert(at + 1, looked_up)
     graph.node.insert(at + 2, rescaled)
     return scales
-
-
-def dequantized(inits: dict[str, Any], node: Any, axis_of: int | None = None) -> np.ndarray:
-    """The float values a DequantizeLinear of initializers gives (per tensor, or per channel along its axis)."""
-    from onnx import numpy_helper
-
-    q, scale, zero = (numpy_helper.to_array(inits[n]) for n in node.input[:3])
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
-    if np.ndim(scale) == 1:
-        shape = [1] * q.ndim
-        shape[axis] = -1
-        scale, zero = scale.reshape(shape), zero.reshape(shape)
-    return (q.astype(np.float32) - zero.astype(np.float32)) * scale
 
 
 def tied_decoder_once(model: Any) -> int:
