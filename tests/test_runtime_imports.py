@@ -99,3 +99,11 @@ def test_load_imports_no_compiler_in_a_fresh_process(artifacts, backend, given):
     here = load(artifacts, backend=backend)("a good phone").to_json()
     assert got["result"]["label"] == here["label"]
     assert got["result"]["scores"] == pytest.approx(here["scores"], abs=1e-6)
+
+
+def test_the_npu_format_loads_without_torch():
+    """The NPU file's runner, checks and the simulators' worker processes import its package: torch (2 s of every
+    simulator's start, measured) stays out of it; only the lowering imports torch, when it runs."""
+    code = "import sys; import mobile_export.backends.qnn, mobile_export.backends.qnn.runner; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", (proc.stdout, proc.stderr[-2000:])

@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...model.reference import Example
 from ...core.figures import db_json, sqnr_from_sums
 from ..fixed import pad
+
+if TYPE_CHECKING:  # the NPU file's runners and checks load without torch
+    from ...model.reference import Example
 
 REFERENCE_SUFFIX = ".fp32.tmp"  # the float model the lowering quantized, kept beside the file in the staging folder
 LISTED = 8  # tensors a report names: those with the largest own error
