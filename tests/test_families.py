@@ -37,7 +37,7 @@ ALBERT_ONLY = {(Backend.LITERT, Quant.FP32), (Backend.EXECUTORCH, Quant.FP32), (
 def _cases() -> list[tuple[str, str, Quant, tuple[Backend, ...]]]:
     """(family, task, quant, backends): every task of every family; the first three tasks (rotating with the
     family) in each precision with every format that offers it, the other two in int8 as an .onnx (the .pte's
-    lowering is most of an export's time, and the first three give each family's .pte every precision)."""
+    lowering is most of an export's time; each family's .pte runs in int8, ALBERT's in every precision)."""
     tasks = supported_tasks()
     cases = []
     for j, f in enumerate(OTHERS):
