@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ...core.errors import ArtifactLoadError
@@ -22,6 +23,7 @@ _QNN_ERROR = re.compile(r"<E>\s*(.*\S)")
 # so a crash still leaves the reason QNN gave in its standard error.
 _CHILD = """
 import sys
+import tempfile
 from pathlib import Path
 from mobile_export.backends.qnn import htp
 from mobile_export.core.socs import SOCS
@@ -32,20 +34,24 @@ htp.session(Path(sys.argv[1]), SOCS[sys.argv[2]], severity=0)
 def check_loads(path: Path, shown: str) -> None:
     """ArtifactLoadError when loading the precompiled file at ``path`` on the HTP simulator kills the process; a
     load that fails with an error is left to the session's own refusal (``refusal.why_not``)."""
-    try:
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path), SIMULATED.name],
-            capture_output=True,
-            timeout=PROBE_SECONDS,
-        )
-    except subprocess.TimeoutExpired:
-        raise ArtifactLoadError(
-            f"{shown}'s context binary did not load on the HTP simulator in {PROBE_SECONDS} s; export it again "
-            "with --soc"
-        ) from None
-    if child.returncode >= 0:
-        return
-    said = list(dict.fromkeys(_QNN_ERROR.findall(child.stderr.decode("utf-8", "replace"))))
+    # QNN's verbose log of a large context runs to megabytes: it goes to a file, read back line by line
+    with tempfile.TemporaryFile() as log:
+        try:
+            child = subprocess.run(
+                [sys.executable, "-c", _CHILD, str(path), SIMULATED.name],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                timeout=PROBE_SECONDS,
+            )
+        except subprocess.TimeoutExpired:
+            raise ArtifactLoadError(
+                f"{shown}'s context binary did not load on the HTP simulator in {PROBE_SECONDS} s; export it again "
+                "with --soc"
+            ) from None
+        if child.returncode >= 0:
+            return
+        log.seek(0)
+        said = list(dict.fromkeys(m[1] for line in log if (m := _QNN_ERROR.search(line.decode("utf-8", "replace")))))
     try:
         how = signal.Signals(-child.returncode).name
     except ValueError:
