@@ -641,8 +641,9 @@ def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpo
 
     stored16 = onnx.GraphProto.FromString(zlib.decompress(base64.b64decode(stored["16"])))
     # size gives the short graph a line of its own, and a one-length file none
-    assert backends.length_graphs(path) == {16: len(stored["16"])}
-    assert backends.length_graphs(one16.out / "model.qnn.onnx") == {}
+    embedded = backends.load(Backend.QNN).embedded
+    assert backends.length_graphs(path, embedded(path)) == {16: len(stored["16"])}
+    assert backends.length_graphs(one16.out / "model.qnn.onnx", embedded(one16.out / "model.qnn.onnx")) == {}
     capsys.readouterr()
     assert main(["size", str(path), "--no-memory"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "graphs of other lengths" in x)

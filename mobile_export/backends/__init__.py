@@ -288,11 +288,11 @@ def sequence_length(backend: Backend, stats: dict[str, Any]) -> int | None:
     return fmt.sequence_length(stats) if fmt is not None else None
 
 
-def length_graphs(path: Path) -> dict[int, int]:
-    """The bytes a fixed-length file stores for each other length it runs, by length; empty for any other file
-    (``FixedLength.length_graphs``)."""
+def length_graphs(path: Path, strings: dict[str, str]) -> dict[int, int]:
+    """The bytes a fixed-length file stores for each other length it runs, by length, from its embedded ``strings``
+    (the file is not read again); empty for any other file (``FixedLength.length_graphs``)."""
     fmt = cast(FixedLength | None, capable(for_path(path), Capability.FIXED_LENGTH))
-    return fmt.length_graphs(path) if fmt is not None else {}
+    return fmt.length_graphs(strings, path.name) if fmt is not None else {}
 
 
 def compiled_for(path: Path) -> dict[str, Any] | None:

@@ -339,9 +339,10 @@ class FixedLength(Protocol):
         """The length an artifact lowered with ``stats`` runs, None where they do not record it."""
         ...
 
-    def length_graphs(self, path: Path) -> dict[int, int]:
-        """The bytes the file at ``path`` stores for each other length it runs (a graph per length over the same
-        weights), by length; empty for a file of one length."""
+    def length_graphs(self, strings: dict[str, str], shown: str) -> dict[int, int]:
+        """The bytes a file stores for each other length it runs (a graph per length over the same weights), by
+        length, read from its embedded strings (``embedded``; ``shown`` names it in an error); empty for a file of
+        one length."""
         ...
 
 

@@ -189,13 +189,14 @@ def breakdown(
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = fmt.memory_sharing(path)
+    strings = fmt.embedded(path)  # read once: the assets' bytes and the other lengths' graphs
     simulator = backends.get_info(backends.for_path(path)).simulator
     out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
-        "embedded_bytes": sum(len(v) for k, v in fmt.embedded(path).items() if k in (ASSETS_KEY, IDENTITY_KEY)),
-        "length_graphs": {str(n): b for n, b in backends.length_graphs(path).items()},
+        "embedded_bytes": sum(len(v) for k, v in strings.items() if k in (ASSETS_KEY, IDENTITY_KEY)),
+        "length_graphs": {str(n): b for n, b in backends.length_graphs(path, strings).items()},
         "memory_sharing_preserved": ram_shared,
         "memory_sharing_verdict": ram_verdict,
         "blobs": len(blobs),

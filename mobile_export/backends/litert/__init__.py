@@ -64,6 +64,6 @@ def sequence_length(stats: dict[str, Any]) -> int | None:
     return recorded_length(stats, "litert")
 
 
-def length_graphs(path: Path) -> dict[int, int]:
+def length_graphs(strings: dict[str, str], shown: str) -> dict[int, int]:
     """Empty: a .tflite runs one length (``base.FixedLength``)."""
     return {}

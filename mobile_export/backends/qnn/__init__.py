@@ -69,11 +69,11 @@ def sequence_length(stats: dict[str, Any]) -> int | None:
     return recorded_length(stats, "qnn")
 
 
-def length_graphs(path: Path) -> dict[int, int]:
+def length_graphs(strings: dict[str, str], shown: str) -> dict[int, int]:
     """The bytes of the graph stored for each shorter length (``--npu-lengths``), by length (``base.FixedLength``)."""
     from .graphs import stored_bytes
 
-    return stored_bytes(path)
+    return stored_bytes(strings, shown)
 
 
 def diagnose(path: Path, examples: Sequence[Example], inputs: Sequence[str]) -> dict[str, Any] | None:

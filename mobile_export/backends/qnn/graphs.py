@@ -58,15 +58,14 @@ def attach(main: Path, shorter: dict[int, Path]) -> dict[str, Any]:
     return {"lengths": recorded["lengths"], "graph_bytes": own_bytes, "shared_initializers": shared}
 
 
-def stored_bytes(path: Path) -> dict[int, int]:
-    """The bytes of the metadata entry that holds each shorter length's graph, by length (empty: one length)."""
-    from ..onnx.embedding import embedded
-
+def stored_bytes(strings: dict[str, str], shown: str) -> dict[int, int]:
+    """The bytes of the metadata entry that holds each shorter length's graph, by length, from the file's metadata
+    ``strings`` (empty: one length)."""
     try:
-        graphs = json.loads(embedded(path).get(GRAPHS_KEY) or "{}")
+        graphs = json.loads(strings.get(GRAPHS_KEY) or "{}")
         return {int(n): len(packed) for n, packed in sorted(graphs.items(), key=lambda kv: int(kv[0]))}
     except (ValueError, TypeError, AttributeError):
-        raise ArtifactLoadError(f"{path.name}: its graphs for other lengths are unreadable; export it again") from None
+        raise ArtifactLoadError(f"{shown}: its graphs for other lengths are unreadable; export it again") from None
 
 
 def model_for(model: Any, length: int, shown: str) -> bytes:

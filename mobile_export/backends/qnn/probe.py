@@ -23,7 +23,6 @@ _QNN_ERROR = re.compile(r"<E>\s*(.*\S)")
 # so a crash still leaves the reason QNN gave in its standard error.
 _CHILD = """
 import sys
-import tempfile
 from pathlib import Path
 from mobile_export.backends.qnn import htp
 from mobile_export.core.socs import SOCS
