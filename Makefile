@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench train-demo check test test-slow test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
+.PHONY: install demo bench train-demo check test test-slow test-matrix-full test-all lint clean android-junit android-test android-assets android-jvm android-compile android-library \
 	arm64-env test-arm64
 
 install: $(STAMP)
@@ -55,6 +55,11 @@ lint: install
 # out of `make test`; CI runs them.
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
+
+# The full product of the test matrix's factors (tests/matrix.py: ~730 cases, hours on 2 cores) instead of its pairwise
+# covering array (~45 cases, a few minutes); on demand, not in CI.
+test-matrix-full: install
+	MOBILE_EXPORT_MATRIX=full $(BIN)/python -m pytest -q -n 2 --dist load -m '' tests/test_matrix.py
 
 test-all: install
 	$(BIN)/python -m pytest -q -m ''

@@ -263,7 +263,7 @@ _TOOLS = {
 # test count instead, a one-test file of a minute ran alone at the end of the run. Files not listed follow in
 # collection order.
 LONGEST_FIRST = (
-    "test_families.py", "test_roundtrip.py", "test_one_file.py", "test_sharing.py",
+    "test_matrix.py", "test_families.py", "test_one_file.py", "test_sharing.py",
     "test_tied_embeddings.py", "test_repair.py", "test_heads.py", "test_cli.py", "test_qnn.py",
     "test_int4.py", "test_pte_entry.py", "test_run.py", "test_parity_scale.py",
     "test_shapes.py", "test_size.py", "test_delegate_passes.py",

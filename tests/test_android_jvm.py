@@ -318,7 +318,7 @@ def test_app_npu_runner_pads_cuts_and_falls_back(tmp_path, tiny_checkpoint, shar
     from mobile_export import Backend, ExportOptions, Thresholds
 
     ckpt = tiny_checkpoint(task, "wordpiece")
-    # the app's calling convention is what is checked here, not parity (test_qnn and test_roundtrip gate that)
+    # the app's calling convention is what is checked here, not parity (test_qnn and test_matrix gate that)
     gates_off = Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0)
     out = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, thresholds=gates_off)).out
     ids = [2, 17, 33, 41, 5, 3]

@@ -324,7 +324,7 @@ def test_a_repair_keeps_its_linears_fp32_in_the_tflite(tiny_checkpoint, tmp_path
 @pytest.mark.full
 def test_demo_int4_tflite_passes_default_thresholds(shared_export, tmp_path_factory):
     """The trained demo at 4 bits (ai-edge-quantizer's blocks where a width allows, else a scale per row) passes
-    int4's default limits in LiteRT on its 1,667 test reviews (random tiny models do not: tests/test_roundtrip.py;
+    int4's default limits in LiteRT on its 1,667 test reviews (random tiny models do not: tests/test_matrix.py;
     on the built-in mixed texts its 65-128-token bucket measured 13.4 dB, below the limit: the gate refuses it)."""
     from mobile_export.core.choices import Quant
     from mobile_export.core.thresholds import INT4_MIN_SQNR_DB

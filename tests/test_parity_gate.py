@@ -131,3 +131,32 @@ def test_shared_layer_stored_twice_with_identical_bytes_is_not_preserved(exporte
     assert 0.9 * extra <= bad["extra_copies_bytes"]["shared encoder layer"] <= 1.1 * extra, bad
     [good] = size_report([arts[Quant.INT8]], ckpt, measure=False)
     assert good["sharing_preserved"] and not good["extra_copies_bytes"], good
+
+
+def test_ops_allowed_in_two_methods_for_two_reasons_are_allowed_in_each(tmp_path):
+    """``full_like`` is allowed outside the delegate in embed (RoBERTa's position ids) and in the head (the top-k
+    selection): a program with it in both passes (a RoBERTa-family top-k .pte); in a layer method it is refused."""
+    import torch
+    from executorch.exir import to_edge
+
+    class Embed(torch.nn.Module):
+        def forward(self, ids):
+            return torch.cumsum(ids, dim=1) + torch.full_like(ids, 1)
+
+    class Head(torch.nn.Module):
+        def forward(self, ids):
+            return torch.where(ids > 0, ids, torch.full_like(ids, -1))
+
+    ids = (torch.ones(1, 4, dtype=torch.int64),)
+    module = backends.load(Backend.EXECUTORCH)
+
+    def program(methods: dict) -> object:
+        path = tmp_path / f"{'-'.join(methods)}.pte"
+        eps = {name: torch.export.export(m.eval(), ids) for name, m in methods.items()}
+        path.write_bytes(to_edge(eps).to_executorch().buffer)
+        return module.coverage(path, Quant.INT8)
+
+    good = program({"embed": Embed(), "head": Head()})
+    assert not good.problems and "aten::full_like" in good.ops_outside_delegate, good
+    bad = program({"embed": Embed(), "layer_group_0": Head()})
+    assert bad.problems and "aten::full_like" in bad.compute_ops_outside_delegate, bad

@@ -67,6 +67,16 @@ POSITION_INDEX_ALLOWED = frozenset({"aten::cumsum", "aten::mul", "aten::add", "a
 _EMBED_PLANS = (EMBED_METHOD, FORWARD_METHOD)
 
 
+def _allowed(op: str, plan: str) -> bool:
+    """Whether ``op`` may run outside the delegate in method ``plan`` (an op allowed in two methods for two reasons,
+    RoBERTa's position ids in embed and the top-k selection in the head, is allowed in each)."""
+    return (
+        op in OUTSIDE_DELEGATE_ALLOWED
+        or (op in HEAD_SELECTION_ALLOWED and plan in _HEAD_PLANS)
+        or (op in POSITION_INDEX_ALLOWED and plan in _EMBED_PLANS)
+    )
+
+
 def coverage(path: Path, quant: Quant) -> DelegateCoverage:
     """Operators each method runs outside the XNNPACK delegate, read from the .pte's execution plans;
     anything beyond ``OUTSIDE_DELEGATE_ALLOWED`` (and, in the head, ``HEAD_SELECTION_ALLOWED``; in embed,
@@ -78,13 +88,7 @@ def coverage(path: Path, quant: Quant) -> DelegateCoverage:
         delegates += len(plan.delegates)
         for op in plan.operators:
             outside.setdefault(op.name, []).append(plan.name)
-    compute = sorted(
-        op
-        for op, plans in outside.items()
-        if op not in OUTSIDE_DELEGATE_ALLOWED
-        and not (op in HEAD_SELECTION_ALLOWED and all(p in _HEAD_PLANS for p in plans))
-        and not (op in POSITION_INDEX_ALLOWED and all(p in _EMBED_PLANS for p in plans))
-    )
+    compute = sorted(op for op, plans in outside.items() if not all(_allowed(op, p) for p in plans))
     problems = []
     if compute:
         problems.append(
