@@ -9,9 +9,12 @@ from mobile_export.demo import MODEL_DIR as DEMO
 from mobile_export.parity.metrics import BUCKETS, bucket_of
 
 
-def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4, first: int | None = None) -> int:
-    """The first ``per_bucket`` reviews of each length bucket and the ``longest`` ones (only the ``first`` of
-    them, in the split's order, when given), as a TSV at ``dest``; returns how many."""
+def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4, first: int | None = None,
+                 up_to: int | None = None) -> int:
+    """The first ``per_bucket`` reviews of each length bucket (of the buckets that start at or below ``up_to`` tokens,
+    when given: a longer review is cut to the artifact's length, a length the checker's own texts already run) and the
+    ``longest`` ones (only the ``first`` of them, in the split's order, when given), as a TSV at ``dest``; returns how
+    many."""
     from transformers import AutoTokenizer
 
     from mobile_export.demo.data import load_reviews
@@ -20,8 +23,9 @@ def write_sample(dest: Path, per_bucket: int = 5, longest: int = 4, first: int |
     reviews = load_reviews()["test"]
     lengths = [len(tokenizer(t)["input_ids"]) for t, _ in reviews]
     chosen: list[int] = []
-    for k in range(len(BUCKETS)):
-        chosen += [i for i, n in enumerate(lengths) if bucket_of(n) == k][:per_bucket]
+    for k, (low, _) in enumerate(BUCKETS):
+        if up_to is None or low <= up_to:
+            chosen += [i for i, n in enumerate(lengths) if bucket_of(n) == k][:per_bucket]
     chosen += sorted(range(len(reviews)), key=lambda i: -lengths[i])[:longest]
     sample = [reviews[i] for i in sorted(set(chosen))][:first]
     dest.write_text("".join(f"{y}\t{t}\n" for t, y in sample), encoding="utf-8")
