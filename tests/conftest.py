@@ -258,16 +258,16 @@ _TOOLS = {
 
 
 # Files by measured test time, longest first (`make test` with --durations=0 on an idle 2-core host, BENCHMARKS.md
-# "The three tiers on an idle VNNI host"). The Makefile's xdist runs keep collection order (--no-loadscope-reorder)
+# "CI inside its budget"). The Makefile's xdist runs keep collection order (--no-loadscope-reorder)
 # and hand each worker whole files, so the long files start first and the short ones fill in at the end: ordered by
 # test count instead, a one-test file of a minute ran alone at the end of the run. Files not listed follow in
 # collection order.
 LONGEST_FIRST = (
-    "test_matrix.py", "test_families.py", "test_one_file.py", "test_sharing.py",
-    "test_tied_embeddings.py", "test_repair.py", "test_heads.py", "test_cli.py", "test_qnn.py",
-    "test_int4.py", "test_pte_entry.py", "test_run.py", "test_parity_scale.py",
-    "test_shapes.py", "test_size.py", "test_delegate_passes.py",
-    # `make test-arm64`: with each worker holding one file ahead, this order splits its 1,830 s of tests about evenly
+    "test_matrix.py", "test_one_file.py", "test_sharing.py", "test_qnn.py", "test_repair.py",
+    "test_tied_embeddings.py", "test_litert.py", "test_int4.py", "test_cli.py", "test_run.py", "test_families.py",
+    "test_heads.py", "test_pte_entry.py", "test_shapes.py", "test_parity_scale.py", "test_roundtrip.py",
+    "test_delegate_passes.py", "test_size.py",
+    # `make test-arm64`: with each worker holding one file ahead, this order splits its ~900 s of tests about evenly
     "test_arm64.py", "test_arm64_sme2.py", "test_arm64_repair.py", "test_arm64_families.py",
 )
 

@@ -155,15 +155,25 @@ def export_key(case: Case) -> tuple:
     return (case.family, case.task, case.precision, case.tokenizer, case.head, case.layers, alone)
 
 
-def exports(chosen: list[Case]) -> dict[Case, tuple[Backend, ...]]:
-    """Each case -> the formats of the export that writes its artifact (each format once an export)."""
+@dataclass(frozen=True)
+class Export:
+    """One export of the matrix: the formats it writes, and its .pte's entry when it writes one."""
+
+    formats: tuple[Backend, ...]
+    entry: str
+
+
+def exports(chosen: list[Case]) -> dict[Case, Export]:
+    """Each case -> the export that writes its artifact (each format once an export)."""
     groups: list[tuple[tuple, list[Case]]] = []
     for c in chosen:
         group = next((g for key, g in groups if key == export_key(c) and c.format not in {x.format for x in g}), None)
         if group is None:
             groups.append((export_key(c), group := []))
         group.append(c)
-    return {c: tuple(x.format for x in g) for _, g in groups for c in g}
+    plans = {id(g): Export(tuple(x.format for x in g), next((x.entry for x in g if x.entry), "loop"))
+             for _, g in groups}
+    return {c: plans[id(g)] for _, g in groups for c in g}
 
 
 def main(argv: list[str]) -> int:
@@ -175,7 +185,7 @@ def main(argv: list[str]) -> int:
     by_factors: dict[tuple[str, str], int] = {}
     for (a, _), (b, _) in need:
         by_factors[(a, b)] = by_factors.get((a, b), 0) + 1
-    n_exports = len({(export_key(c), f) for c, f in exports(chosen).items()})
+    n_exports = len({id(e) for e in exports(chosen).values()})
     print(f"\n{len(chosen)} cases in {n_exports} exports (the full product: {len(product())} cases); "
           f"cost {sum(COST[c.format] for c in chosen):.0f} .onnx-lowerings")
     print(f"{len(need)} pairs of factor values can meet; left uncovered: {len(uncovered(chosen))}")

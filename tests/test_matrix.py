@@ -54,10 +54,9 @@ def _checkpoint(tiny_checkpoint, case: matrix.Case):
 
 
 def _options(case: matrix.Case) -> ExportOptions:
-    pte = next((c for c in CASES if EXPORTS[c] == EXPORTS[case] and c.format is Backend.EXECUTORCH
-                and matrix.export_key(c) == matrix.export_key(case)), None)
-    return ExportOptions(backends=EXPORTS[case], quant=case.precision, measure_memory=False, thresholds=_limits(case),
-                         pte_entry=pte.entry if pte else "loop", **case.head_options)
+    plan = EXPORTS[case]
+    return ExportOptions(backends=plan.formats, quant=case.precision, measure_memory=False, thresholds=_limits(case),
+                         pte_entry=plan.entry, **case.head_options)
 
 
 def test_every_pair_of_factor_values_that_can_meet_is_covered(monkeypatch):
