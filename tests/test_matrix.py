@@ -79,7 +79,7 @@ def test_every_pair_of_factor_values_that_can_meet_is_covered(monkeypatch):
     # the registries decide what can meet: each format's precisions and families, the families' tokenizer kinds
     offered = {(b, q) for b, q in backends.combinations()}
     assert {(c.format, c.precision) for c in CASES} == offered
-    assert {f for c in CASES for f in [c.family]} == set(matrix.FAMILIES) == set(FAMILIES) - {"camembert"}
+    assert {c.family for c in CASES} == set(matrix.FAMILIES) == set(FAMILIES) - {"camembert"}
 
 
 def _feeds(ids: list[list[int]], pad_id: int) -> dict[str, np.ndarray]:
@@ -129,8 +129,8 @@ def test_case(tiny_checkpoint, shared_export, case):
         assert parity.thresholds == own
     elif case.head == "full":
         assert parity.thresholds == Thresholds.default_for(case.precision)
-    overall, each = (own.min_sqnr_db, own.min_example_sqnr_db) if own else (
-        Thresholds.default_for(case.precision).min_sqnr_db, Thresholds.default_for(case.precision).min_example_sqnr_db)
+    limits = own or Thresholds.default_for(case.precision)
+    overall, each = limits.min_sqnr_db, limits.min_example_sqnr_db
     if case.precision is Quant.FP32:
         assert parity.max_abs_diff <= 1e-4
     else:
@@ -224,7 +224,7 @@ def test_case(tiny_checkpoint, shared_export, case):
     def check(got: list[np.ndarray], row: list[int], index: int = 0) -> None:
         want = _reference(loaded.model, case, _feeds([row], tok.pad_token_id), outputs, mask_id)
         assert len(got) == len(want)
-        for name, g, w in zip(range(len(want)), got, want):
+        for name, (g, w) in enumerate(zip(got, want)):
             if w is None:  # the top-k ids: their scores are compared
                 continue
             g = g[index: index + 1]
