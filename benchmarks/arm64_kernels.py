@@ -38,7 +38,7 @@ import sys
 import numpy as np
 from pathlib import Path
 from mobile_export import backends
-from mobile_export.core.choices import Backend
+from mobile_export.backends import Backend
 path, n = Path(sys.argv[1]), int(sys.argv[2])
 runner = backends.load(Backend.EXECUTORCH if path.suffix == ".pte" else Backend.ONNX).Runner(path, threads=1)
 ids = np.array([[2] + [5 + i % 90 for i in range(n - 2)] + [3]], dtype=np.int64)

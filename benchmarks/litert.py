@@ -51,7 +51,7 @@ def classify(args: argparse.Namespace) -> None:
     from mediapipe.tasks.python.core.base_options import BaseOptions
 
     from mobile_export import backends
-    from mobile_export.core.choices import Backend
+    from mobile_export.backends import Backend
 
     path = Path(args.export) / "model.tflite"
     ours = backends.load(Backend.LITERT).Runner(path)

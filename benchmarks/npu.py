@@ -88,7 +88,7 @@ def main() -> int:
     p.add_argument("--npu-lengths", default=None, help="also export the QDQ file with these shorter lengths")
     a = p.parse_args()
     from mobile_export.backends.qnn import htp
-    from mobile_export.core.socs import SIMULATED
+    from mobile_export.backends.qnn.socs import SIMULATED
     from mobile_export.demo.tiny import build_tiny_checkpoint
 
     out = Path(a.out)

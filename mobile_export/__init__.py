@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each name on first use
     from .assets.tokenizer import write_tokenizer
-    from .core.choices import Backend, Quant
+    from .core.choices import Quant
+    from .backends import Backend
     from .core.errors import (
         BadInputError,
         BudgetError,

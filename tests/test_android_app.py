@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mobile_export.core.choices import Backend, Quant
+from mobile_export.core.choices import Quant
+from mobile_export.backends import Backend
 from mobile_export.exporter.options import ExportOptions
 
 REPO = Path(__file__).resolve().parent.parent

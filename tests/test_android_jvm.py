@@ -347,7 +347,7 @@ def test_app_npu_runner_sends_a_short_text_to_the_short_graph(tmp_path, tiny_che
     ckpt = tiny_checkpoint("text-classification", "wordpiece")
     gates_off = Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0)
     out = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, thresholds=gates_off,
-                                            npu_lengths="16")).out
+                                            format_options={"npu_lengths": "16"})).out
     ids = [2, 17, 33, 41, 5, 3]
     proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmNpuCheck", str(out / "model.qnn.onnx"),
                            ",".join(map(str, ids))], capture_output=True, text=True, timeout=600)

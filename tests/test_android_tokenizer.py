@@ -254,7 +254,8 @@ def test_junit_suite():
 def test_export_golden_ids_match_java(tiny_checkpoint, tmp_path, kind):
     """The app's self-test compares its ids with the manifest's golden ids: they must agree on a real export."""
     from mobile_export import export
-    from mobile_export.core.choices import Backend, Quant
+    from mobile_export.core.choices import Quant
+    from mobile_export.backends import Backend
     from mobile_export.exporter.options import ExportOptions
     from mobile_export.core.progress import Silent
 

@@ -9,7 +9,7 @@ import pytest
 
 from mobile_export import backends
 from mobile_export.backends.base import CAPABILITIES, CAPABILITY_PROTOCOLS, CONTRACT, Capability, Format
-from mobile_export.core.choices import Backend
+from mobile_export.backends import Backend
 
 
 @pytest.mark.parametrize("backend", list(backends.BACKENDS), ids=lambda b: b.value)

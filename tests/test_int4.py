@@ -35,7 +35,7 @@ TINY_LIMITS = Thresholds(min_agreement=0.98, min_sqnr_db=5.0, min_example_sqnr_d
                                                                         ("fill-mask", "nbits")])
 def test_int4_roundtrip_every_task(tiny_checkpoint, tmp_path, task, kernel):
     ckpt = tiny_checkpoint(task)
-    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT4, int4_kernel=kernel,
+    result = export(ckpt, tmp_path / "o", ExportOptions(backends=(Backend.ONNX,), quant=Quant.INT4, format_options={"int4_kernel": kernel},
                                                          thresholds=TINY_LIMITS, measure_memory=False))
     [artifact] = result.report["artifacts"]
     path = tmp_path / "o" / "model.onnx"
@@ -169,12 +169,12 @@ def test_an_option_of_a_format_left_out_is_refused_and_taken_by_its_format():
     from mobile_export.core.errors import BadInputError
 
     with pytest.raises(BadInputError, match="--int4-kernel int8 shapes the .onnx / .ort; add --backend onnx"):
-        ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT4, int4_kernel="int8")
-    options = ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT4, int4_kernel="int8")
-    assert options.format_options(Backend.ONNX) == OnnxOptions(int4_kernel="int8")
-    assert options.format_options(Backend.EXECUTORCH) == PteOptions()
+        ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT4, format_options={"int4_kernel": "int8"})
+    options = ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT4, format_options={"int4_kernel": "int8"})
+    assert options.options_for(Backend.ONNX) == OnnxOptions(int4_kernel="int8")
+    assert options.options_for(Backend.EXECUTORCH) == PteOptions()
     with pytest.raises(BadInputError, match="--int4-kernel fast is not one of nbits, int8"):
-        ExportOptions(backends=(Backend.ONNX,), int4_kernel="fast")
+        ExportOptions(backends=(Backend.ONNX,), format_options={"int4_kernel": "fast"})
 
 
 # ---------------------------------------------------------------------------------------------- .pte

@@ -56,7 +56,7 @@ def _checkpoint(tiny_checkpoint, case: matrix.Case):
 def _options(case: matrix.Case) -> ExportOptions:
     plan = EXPORTS[case]
     return ExportOptions(backends=plan.formats, quant=case.precision, measure_memory=False, thresholds=_limits(case),
-                         pte_entry=plan.entry, **case.head_options)
+                         format_options={"pte_entry": plan.entry}, **case.head_options)
 
 
 def test_every_pair_of_factor_values_that_can_meet_is_covered(monkeypatch):

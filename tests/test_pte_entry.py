@@ -26,7 +26,7 @@ def entries(tiny_checkpoint, tmp_path_factory):
     for entry in ("loop", "forward", "both"):
         dest = tmp_path_factory.mktemp(f"entry-{entry}") / "o"
         export(ckpt, dest, ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8, measure_memory=False,
-                                         pte_entry=entry))
+                                         format_options={"pte_entry": entry}))
         out[entry] = dest
     return ckpt, out
 
@@ -113,6 +113,6 @@ def test_manifest_and_predictor_for_each_entry(entries):
 
 def test_pte_entry_needs_the_pte():
     with pytest.raises(BadInputError, match="--pte-entry forward shapes the .pte"):
-        ExportOptions(backends=(Backend.ONNX,), pte_entry="forward")
+        ExportOptions(backends=(Backend.ONNX,), format_options={"pte_entry": "forward"})
     with pytest.raises(BadInputError, match="is not one of"):
-        ExportOptions(pte_entry="unrolled")
+        ExportOptions(format_options={"pte_entry": "unrolled"})

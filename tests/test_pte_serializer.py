@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import inspect
 
-from mobile_export.core.choices import Backend, Quant
+from mobile_export.core.choices import Quant
+from mobile_export.backends import Backend
 from mobile_export.exporter.options import ExportOptions
 
 # (module, name) -> the parameters the wrapper passes, as ExecuTorch 1.5.1 names them

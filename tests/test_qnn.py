@@ -16,9 +16,10 @@ from onnx import numpy_helper
 from mobile_export import Backend, ExportOptions, Thresholds, backends
 from mobile_export.backends.qnn import htp
 from mobile_export.backends.qnn.metadata import META_KEY, facts
+from mobile_export.backends.qnn.options import QnnOptions
 from mobile_export.cli.main import main
 from mobile_export.core.errors import ArtifactLoadError, BadInputError
-from mobile_export.core.socs import SIMULATED
+from mobile_export.backends.qnn.socs import SIMULATED
 from mobile_export.demo.tiny import NATIVE_TOKENIZER
 from mobile_export.exporter.calibration import MAX_UNKNOWN, calibration_for, calibration_texts, unknown_share
 from mobile_export.parity.corpus import load_reviews
@@ -28,7 +29,7 @@ from mobile_export.run.predictor import load
 from blocks import restamp
 from hostile_commands import assert_refused_by_every_command
 
-QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False, soc="SM8650,sm8750")
+QNN = ExportOptions(backends=(Backend.QNN,), measure_memory=False, format_options={"soc": "SM8650,sm8750"})
 
 
 def _export(tiny_checkpoint, shared_export, **options):
@@ -103,7 +104,7 @@ def test_w8a8_runs_on_the_htp(tiny_checkpoint, shared_export):
     _, result = _export(
         tiny_checkpoint,
         shared_export,
-        qnn_activations=8,
+        format_options={**QNN.format_options, "qnn_activations": 8},
         thresholds=Thresholds(min_agreement=0.0, min_sqnr_db=-100.0, min_example_sqnr_db=-100.0),
     )
     path = result.out / "model.qnn.onnx"
@@ -216,7 +217,7 @@ def test_soc_writes_a_precompiled_file_per_soc_equal_to_the_qdq_model_there(tiny
     the manifest with that SoC's provider options, giving the QDQ model's outputs on that SoC's simulator."""
     from mobile_export import load
     from mobile_export.assets.embedded import carried
-    from mobile_export.core.socs import SOCS
+    from mobile_export.backends.qnn.socs import SOCS
 
     _, result = _export(tiny_checkpoint, shared_export)
     qdq = result.out / "model.qnn.onnx"
@@ -278,9 +279,9 @@ def test_precompile_refuses_a_compiled_file_that_differs_from_its_qdq_model(
     ids = np.arange(5, 45, dtype=np.int64)[None, :]
     feeds = [{"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}]
     with pytest.raises(ExportFailedError, match="gives other outputs than model.qnn.onnx"):
-        precompile(good, "SM8650", feeds)
+        precompile(good, QnnOptions(soc="SM8650"), feeds)
     monkeypatch.setattr(htp_module, "compile_context", real)
-    [entry] = precompile(good, "SM8650", feeds)  # and the real one passes
+    [entry] = precompile(good, QnnOptions(soc="SM8650"), feeds)  # and the real one passes
     assert entry["file"] == "model.SM8650.qnn.onnx" and entry["checked_texts"] == 1
 
 
@@ -620,7 +621,7 @@ def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpo
 
     ckpt = tiny_checkpoint("text-classification", "sentencepiece")
     plain = ExportOptions(backends=(Backend.QNN,), measure_memory=False)
-    multi = shared_export(ckpt, ExportOptions(**{**plain.__dict__, "npu_lengths": "16"}))
+    multi = shared_export(ckpt, ExportOptions(**{**plain.__dict__, "format_options": {"npu_lengths": "16"}}))
     one16 = shared_export(ckpt, ExportOptions(**{**plain.__dict__, "max_seq_len": 16}))
     assert multi.passed and multi.report["artifacts"][0]["stats"]["qnn"]["lengths"] == [16, 128]
     path = multi.out / "model.qnn.onnx"
@@ -686,7 +687,7 @@ def test_a_broken_shorter_graph_refuses_the_file(tiny_checkpoint, shared_export,
     from mobile_export.backends.qnn.graphs import GRAPHS_KEY
 
     ckpt = tiny_checkpoint("text-classification", "sentencepiece")
-    multi = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, npu_lengths="16"))
+    multi = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, format_options={"npu_lengths": "16"}))
     model = onnx.load(str(multi.out / "model.qnn.onnx"))
     entry = next(p for p in model.metadata_props if p.key == GRAPHS_KEY)
     if damage == "garbage":
@@ -728,7 +729,7 @@ def test_a_tied_table_kept_twice_at_8_bit_activations_says_why(tiny_checkpoint, 
     """The other direction: at --qnn-activations 8 the lookup's table has one scale for every row, which the
     decoder cannot read, so the file keeps two tables and `size` says the sharing is not preserved, and why."""
     ckpt = tiny_checkpoint("fill-mask", "sentencepiece")
-    result = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, qnn_activations=8))
+    result = shared_export(ckpt, ExportOptions(backends=(Backend.QNN,), measure_memory=False, format_options={"qnn_activations": 8}))
     [art] = result.report["artifacts"]
     assert "tied_table" not in art["stats"]["qnn"] and art["size"]["sharing_preserved"] is False
     assert main(["size", str(result.out / "model.qnn.onnx"), "--no-memory"]) == 0

@@ -83,7 +83,7 @@ def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(plant
         assert len(o["after_depth_sqnr_db"]) == len(before)
         assert all(a > b + 12 for a, b in zip(o["after_depth_sqnr_db"], before)), (o, before)
     md = (result.out / "report.md").read_text()
-    assert "| depth | XNNPACK / ONNX Runtime (per token), emulated |" in md
+    assert "| depth | ExecuTorch runtime / ONNX Runtime (per token), emulated |" in md
     assert "model.onnx repaired (smooth), real |" in md
     html = (result.out / "report.html").read_text()
     assert "int8 error by depth: the hidden state after each run of the shared layer" in html
@@ -222,7 +222,7 @@ def test_residual_stream_outliers_are_repaired_by_keeping_weights_fp32(residual,
     assert pte["parity"]["passed"] and pte["sha256"] == sha256_file(result.out / "model.pte")
     md = (result.out / "report.md").read_text()
     assert "int8 repair (--repair auto; kept: mixed)" in md and f"kept in fp32 ({', '.join(refused)})" in md
-    assert "repair mixed: fp32 for XNNPACK / ONNX Runtime" in summary(report)
+    assert "repair mixed: fp32 for ExecuTorch runtime / ONNX Runtime" in summary(report)
 
 
 def test_an_fp32_weight_the_file_does_not_declare_is_still_refused(residual, shared_export, tmp_path):

@@ -1,23 +1,25 @@
 """Format registry: capabilities as data (checked before any expensive work), code loaded lazily.
 
-Each format is a package here (``executorch``, ``onnx``, ``ort``) implementing the contract in
-``base.Format``. The suffix of an artifact names its format here and nowhere else (``for_path``).
-executorch and onnxruntime are imported only inside their format's package.
+Each format is a package here (``executorch``, ``onnx``, ``ort``, ``qnn``, ``litert``) implementing the contract
+in ``base.Format``; a format is that package plus its entry here (its ``Backend`` name and its ``BackendInfo``).
+The suffix of an artifact names its format here and nowhere else (``for_path``); each format's own export options
+and flags are its package's ``Options`` (``flags.option``), gathered here (``option_fields``). The runtimes are
+imported only inside their format's package.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any, cast
 
 from quantize.schemes import XNNPACK_GROUP_MULTIPLE
 
-from ..core.choices import Backend, Quant
+from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError, UnsupportedError
-from ..core.socs import SOCS
 from .base import (
     Capability,
     Diagnosing,
@@ -26,7 +28,22 @@ from .base import (
     HostPrecision,
     Precompiling,
     TaskMetadata,
+    WeightLayout,
 )
+from .qnn.socs import SOCS
+
+
+class Backend(str, Enum):
+    """Where an artifact runs: one name per format (its entry in ``BACKENDS`` below)."""
+
+    EXECUTORCH = "executorch"  # .pte, XNNPACK delegate
+    ONNX = "onnx"  # .onnx, ONNX Runtime
+    ORT = "ort"  # .ort, ONNX Runtime (Mobile) flatbuffer format
+    QNN = "qnn"  # .qnn.onnx, ONNX Runtime's QNN execution provider on a Snapdragon's Hexagon NPU (HTP)
+    LITERT = "litert"  # .tflite, LiteRT's interpreter (XNNPACK), MediaPipe Tasks Text
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,11 @@ class BackendInfo:
     tied_table_twice: str | None = None
     parity_per_bucket: int | None = None  # a simulated format's parity runs this many texts of each length bucket
     capabilities: frozenset[Capability] = frozenset()  # what it offers beyond the contract (``base.Capability``)
+    # the distributions its export and runtime use, whose versions a report records (beside ``library``)
+    packages: tuple[str, ...] = ()
+    # what its ``Runner`` is given where an app's path is measured (``bench``): the app's load settings
+    app_runner_options: tuple[tuple[str, Any], ...] = ()
+    layout: WeightLayout = WeightLayout()  # how it stores a quantized matrix (the size breakdown's expectation)
 
     @property
     def simulated(self) -> bool:
@@ -101,6 +123,11 @@ BACKENDS: dict[Backend, BackendInfo] = {
         # ExecuTorch has no int8 precision switch: XNNPACK picks its kernels from the CPU's features
         int8_mode="XNNPACK dynamic int8 (qd8 x qc8w), kernels chosen by XNNPACK from the CPU's features",
         int4_group_multiple=XNNPACK_GROUP_MULTIPLE,
+        packages=("torch", "torchao"),
+        app_runner_options=(("verification", "minimal"),),  # what ExecuTorch's Android Module loads with
+        layout=WeightLayout(
+            int4_scale_bytes=2, int4_column_extras=False, int4_table_tiled=True, int8_column_sums=False
+        ),
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX,
@@ -117,6 +144,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         int8_mode=None,
         data_files=("model.onnx.data",),
         capabilities=frozenset({Capability.HOST_PRECISION}),
+        packages=("onnx", "onnxscript"),
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT,
@@ -135,6 +163,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         embeds=False,  # converted from the .onnx before the export embeds its assets
         converted_from=Backend.ONNX,
         capabilities=frozenset({Capability.HOST_PRECISION}),
+        packages=("onnx",),
     ),
     Backend.QNN: BackendInfo(
         backend=Backend.QNN,
@@ -162,6 +191,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         capabilities=frozenset(
             {Capability.DIAGNOSIS, Capability.SIMULATOR_POOL, Capability.PRECOMPILE, Capability.FIXED_LENGTH}
         ),
+        packages=("onnx",),
     ),
     Backend.LITERT: BackendInfo(
         backend=Backend.LITERT,
@@ -181,6 +211,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         int8_table=False,  # ai-edge-quantizer quantizes the table (the float model in, one recipe for all)
         fixed_length=128,
         capabilities=frozenset({Capability.FIXED_LENGTH, Capability.TASK_METADATA}),
+        packages=("litert-torch", "ai-edge-quantizer", "mediapipe"),
     ),
 }
 
@@ -188,6 +219,33 @@ BACKENDS: dict[Backend, BackendInfo] = {
 def get_info(backend: Backend) -> BackendInfo:
     """The registry entry of ``backend``."""
     return BACKENDS[backend]
+
+
+def options_type(backend: Backend) -> type:
+    """``backend``'s own export options (its package's ``Options``: a frozen dataclass, each field a flag)."""
+    return cast(type, load(backend).Options)
+
+
+def option_fields() -> dict[str, tuple[Field, tuple[Backend, ...]]]:
+    """Every format's own export options by name: the field (its default and flag, ``flags.option``) and the formats
+    that read it (the .onnx's and the .ort's ``int4_kernel`` is one option of two formats)."""
+    out: dict[str, tuple[Field, tuple[Backend, ...]]] = {}
+    for backend in BACKENDS:
+        for f in fields(options_type(backend)):
+            known = out.get(f.name)
+            out[f.name] = (known[0] if known else f, (*(known[1] if known else ()), backend))
+    return out
+
+
+def runtime_libraries() -> tuple[str, ...]:
+    """The distributions of the runtimes that run on a phone's CPU (not a simulator's), once each: what the ARM64
+    environment installs and its worker reports."""
+    return tuple(dict.fromkeys(info.library for info in BACKENDS.values() if not info.simulated))
+
+
+def packages() -> tuple[str, ...]:
+    """Every format's runtime and export distributions, once each (a report's versions)."""
+    return tuple(dict.fromkeys(n for info in BACKENDS.values() for n in (info.library, *info.packages)))
 
 
 def suffixes() -> list[str]:

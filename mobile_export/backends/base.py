@@ -64,6 +64,18 @@ class Plan:
         return inputs[: len(self.signature.inputs)]
 
 
+@dataclass(frozen=True)
+class WeightLayout:
+    """How a format stores a quantized matrix: the blobs the size breakdown expects each weight to become (the
+    registry entry's ``layout``; ``measure.size`` matches a file's stored blobs against them)."""
+
+    int4_scale_bytes: int = 4  # bytes of each 4-bit group's scale (XNNPACK's Linears: bf16)
+    # a 4-bit Linear also stores per-column scales and zero points (the .onnx's --int4-kernel int8 widening)
+    int4_column_extras: bool = True
+    int4_table_tiled: bool = False  # a 4-bit lookup table's groups tile the row (ExecuTorch's embedding_4bit)
+    int8_column_sums: bool = True  # an int8 Linear stores each output's share of a per-token zero point
+
+
 class ExportStats(TypedDict, total=False):
     """Facts of a lowering, written to report.json's ``stats``; each format fills the keys it has."""
 
@@ -194,10 +206,10 @@ class Format(Protocol):
     """What each format package provides (module-level functions and the ``Runner`` class; a simulated format,
     ``BackendInfo.simulator``, also a ``Pool(path, processes)`` with ``submit``, ``result``, ``took``, ``length``
     and ``close``, which the parity check runs its texts on side by side; one that compiles for named devices,
-    ``precompile(path, socs, feeds)``, ``exporter.precompiled``)."""
+    ``targets(options)`` and ``precompile(path, options, feeds)``, ``exporter.precompiled``)."""
 
     Runner: type
-    Options: type  # the format's own export options (a frozen dataclass; defaults for every field)
+    Options: type  # the format's own export options (a frozen dataclass, each field a flag: ``flags.option``)
 
     def runtime_version(self) -> str:
         """The installed runtime's version."""
@@ -320,10 +332,15 @@ class Pool(Protocol):
 
 
 class Precompiling(Protocol):
-    """A format compiled ahead of time for named devices (``--soc``)."""
+    """A format compiled ahead of time for named devices (the NPU file's ``--soc``)."""
 
-    def precompile(self, path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
-        """Each device of ``socs`` its compiled file beside ``path``, checked on ``feeds``; the manifest's entries."""
+    def targets(self, options: Any) -> tuple[str, ...]:
+        """The devices the format's own ``options`` name (empty: nothing to precompile)."""
+        ...
+
+    def precompile(self, path: Path, options: Any, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
+        """Each device of ``targets(options)`` its compiled file beside ``path``, checked on ``feeds``; the manifest's
+        entries (each with ``file``, ``bytes``, ``device``, ``checked_texts``, ``load_seconds``)."""
         ...
 
     def compiled_for(self, path: Path) -> dict[str, Any] | None:

@@ -110,7 +110,9 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from ..core.choices import Backend, Quant, Repair
+    from .. import backends
+    from ..backends import Backend
+    from ..core.choices import Quant, Repair
     from ..core.progress import Progress, Silent
     from ..exporter.options import ExportOptions
     from ..exporter.pipeline import export
@@ -128,6 +130,8 @@ def _cmd_export(args) -> int:
         quantize_embeddings=not args.keep_fp32_embeddings,
         int4_group_size=args.group_size,
         repair=Repair(args.repair),
+        # the formats' own flags (their packages' options): those given, by name
+        format_options={n: getattr(args, n) for n in backends.option_fields() if getattr(args, n) is not None},
     )
     result = export(args.checkpoint, args.out, options, progress=Silent() if args.quiet else Progress())
     print(summary(result.report))

@@ -75,11 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_args(ex: argparse.ArgumentParser) -> None:
-    from quantize.schemes import INT4_KERNELS
-
+    from .. import backends
+    from ..backends.flags import argparse_kwargs, flag_name
     from ..core.choices import (
-        PTE_ENTRIES,
-        QNN_ACTIVATION_BITS,
         DEFAULT_INT4_GROUP_SIZE,
         INT4_GROUP_SIZES,
         WIDE_HIDDEN_SIZE,
@@ -105,49 +103,23 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         type=int,
         help=f"with int4, input values per weight scale: {', '.join(map(str, INT4_GROUP_SIZES))} "
         f"(default: {DEFAULT_INT4_GROUP_SIZE} below hidden size {WIDE_HIDDEN_SIZE}, "
-        f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger; the .pte takes multiples "
-        "of 32)",
-    )
-    ex.add_argument(
-        "--int4-kernel",
-        choices=list(INT4_KERNELS),
-        default=INT4_KERNELS[0],
-        help="with int4 in the .onnx, how ONNX Runtime computes: nbits (MatMulNBits, 4-bit weights in RAM; "
-        "default) or int8 (4-bit weights widened to int8 when the model loads: int8's speed "
-        "and RAM, a little less accurate)",
-    )
-    ex.add_argument(
-        "--pte-entry",
-        choices=PTE_ENTRIES,
-        default=PTE_ENTRIES[0],
-        help="how the .pte is called: loop (embed, the shared layer once per layer, head: one packed copy of "
-        "it in RAM; default), forward (one method, what ExecuTorch's own tools call) or both in one program",
-    )
-    ex.add_argument(
-        "--qnn-activations",
-        type=int,
-        choices=QNN_ACTIVATION_BITS,
-        default=QNN_ACTIVATION_BITS[0],
-        help="the NPU file's (--backend qnn) activation bits: 16 (w8a16, default) or 8 (w8a8)",
+        f"{WIDE_INT4_GROUP_SIZE} from it; smaller is more accurate and larger; a format may take only multiples "
+        "of some: "
+        + ", ".join(
+            f"{i.suffix} {i.int4_group_multiple}"
+            for i in backends.BACKENDS.values()
+            if Quant.INT4 in i.quants and i.int4_group_multiple > 1
+        )
+        + ")",
     )
     ex.add_argument(
         "--calibration",
         metavar="FILE",
-        help="the NPU file's (--backend qnn) calibration texts, one per line (label<TAB>text too); default: the "
-        "demo corpus' training split. Texts the parity check judges are left out",
+        help="a statically quantized format's (--backend qnn) calibration texts, one per line (label<TAB>text too); "
+        "default: the demo corpus' training split. Texts the parity check judges are left out",
     )
-    ex.add_argument(
-        "--soc",
-        metavar="SM8650,...",
-        help="the NPU file (--backend qnn) also precompiled for these Snapdragon SoCs (SM8450, SM8550, SM8650, "
-        "SM8750): model.<SoC>.qnn.onnx beside it, which a phone of that SoC loads without compiling",
-    )
-    ex.add_argument(
-        "--npu-lengths",
-        metavar="16,32,64",
-        help="the NPU file (--backend qnn) also holds a graph for each of these shorter lengths, over the same "
-        "stored weights: a text runs in the shortest graph it fits (a 10-token query pays for 16 tokens, not 128)",
-    )
+    for name, (f, readers) in backends.option_fields().items():  # each format's own flags, declared by its package
+        ex.add_argument(flag_name(name), **argparse_kwargs(f))
     ex.add_argument(
         "--repair",
         choices=[r.value for r in Repair],
@@ -307,7 +279,7 @@ def _run_args(rn: argparse.ArgumentParser) -> None:
 
 
 def _backend_arg(p: argparse.ArgumentParser, help: str, repeat: bool) -> None:
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     p.add_argument("--backend", action="append" if repeat else "store", choices=[b.value for b in Backend], help=help)
 

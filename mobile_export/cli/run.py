@@ -13,7 +13,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from ..core.choices import DEFAULT_TOP_K, Backend
+from ..core.choices import DEFAULT_TOP_K
+from ..backends import Backend
 from ..core.errors import BadInputError
 from ..run.folder import open_export
 from ..run.predictor import Predictor

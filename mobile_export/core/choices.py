@@ -1,21 +1,9 @@
-"""The choices an export is made of: formats, precisions, repairs, int4 group sizes (enums and their values)."""
+"""The choices an export is made of: precisions, repairs, int4 group sizes (enums and their values); the formats
+are the registry's (``backends.Backend``)."""
 
 from __future__ import annotations
 
 from enum import Enum
-
-
-class Backend(str, Enum):
-    """Where an artifact runs."""
-
-    EXECUTORCH = "executorch"  # .pte, XNNPACK delegate
-    ONNX = "onnx"  # .onnx, ONNX Runtime
-    ORT = "ort"  # .ort, ONNX Runtime (Mobile) flatbuffer format
-    QNN = "qnn"  # .qnn.onnx, ONNX Runtime's QNN execution provider on a Snapdragon's Hexagon NPU (HTP)
-    LITERT = "litert"  # .tflite, LiteRT's interpreter (XNNPACK), MediaPipe Tasks Text
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class Repair(str, Enum):
@@ -45,8 +33,6 @@ class Quant(str, Enum):
 # fill-mask: candidates per [MASK] (the --head topk default, Predictor.fill_mask, `run --top-k`).
 DEFAULT_TOP_K = 5
 POOLINGS = ("cls", "mean")  # --pooling (heads.PoolingHead)
-PTE_ENTRIES = ("loop", "forward", "both")  # --pte-entry (backends.executorch.options)
-QNN_ACTIVATION_BITS = (16, 8)  # --qnn-activations (backends.qnn.options): the NPU's activation precision
 
 # int4 weights are quantized in groups of this many input values (one scale per group); a width that
 # is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that; the .pte

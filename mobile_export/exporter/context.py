@@ -10,7 +10,8 @@ from pathlib import Path
 from .. import backends
 from ..assets.labels import labels
 from ..backends.base import Plan
-from ..core.choices import Backend, Quant, int4_group_size_for
+from ..core.choices import Quant, int4_group_size_for
+from ..backends import Backend
 from ..core.fsutil import make_staging, prepare_destination
 from ..core.progress import Progress
 from ..core.signature import resolve_max_len
@@ -130,7 +131,7 @@ class ExportRun:
             max_len=max_len,
             vocab_size=int(self.loaded.config.vocab_size),
             dynamic_batch=info.dynamic_batch,
-            options=self.options.format_options(backend),
+            options=self.options.options_for(backend),
             group_size=self.int4_group_size,
             keep=keep,
             signature=self.loaded.family.signature,

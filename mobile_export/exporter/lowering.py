@@ -16,7 +16,8 @@ import torch
 from .. import backends
 from ..backends.base import Converted, ExportStats
 from ..core import interrupts
-from ..core.choices import Backend, Quant
+from ..core.choices import Quant
+from ..backends import Backend
 from ..core.errors import ExportFailedError, MobileExportError, first_line
 from ..core.fsutil import disk_error
 from ..core.signature import INPUT_NAMES

@@ -1,17 +1,20 @@
 """What the library's two verbs take: ``ExportOptions`` (``export``) and ``ParityOptions`` (``parity_check``).
 
-Options a format alone reads (``--pte-entry``, ``--int4-kernel``) are fields here so that the command line
-and the Python API stay flat; each format receives them as its own options type (``Format.Options``),
-built from these fields by name (``format_options``).
+Options a format alone reads (``--pte-entry``, ``--int4-kernel``, ``--soc``) are declared by its package (its
+``Options``, gathered by the registry: ``backends.option_fields``) and given here by name in ``format_options``;
+each format receives its own options type built from them (``options_for``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .. import backends
-from ..core.choices import INT4_GROUP_SIZES, Backend, Quant, Repair
+from ..core.choices import INT4_GROUP_SIZES, Quant, Repair
+from ..backends import Backend
+from ..backends.flags import flag_name
 from ..core.errors import BadInputError
 from ..core.signature import check_max_seq_len
 from ..core.thresholds import Thresholds
@@ -40,16 +43,12 @@ class ExportOptions:
             (``--keep-fp32-embeddings`` turns it off).
         int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
             model's width (``int4_group_size_for``).
-        int4_kernel: the .onnx's and .ort's own option (``backends.onnx.options.OnnxOptions``).
-        pte_entry: the .pte's own option (``backends.executorch.options.PteOptions``).
-        qnn_activations: the NPU file's own option (``backends.qnn.options.QnnOptions``): 16 (default) or 8-bit
-            activations.
-        soc: the NPU file's own option: SoCs (``SM8650,SM8750``) to precompile it for, each an EPContext model
-            beside it (``model.SM8650.qnn.onnx``) checked against it on that SoC's simulator.
-        npu_lengths: the NPU file's own option: shorter lengths (``16,32,64``) it also holds a graph for, over the
-            same stored weights; a text runs in the shortest graph it fits.
-        calibration: the NPU file's own option: a text file (one text per line, or ``label<TAB>text``) its static
-            quantization calibrates on; None: the demo corpus' training split (never the parity texts).
+        calibration: for a statically quantized format (the NPU file): a text file (one text per line, or
+            ``label<TAB>text``) its quantization calibrates on; None: the demo corpus' training split (never the
+            parity texts).
+        format_options: the chosen formats' own options by name (``{"pte_entry": "both"}``, ``{"soc": "SM8650"}``;
+            every one: ``mobile-export export --help`` or ``backends.option_fields()``); each is checked by the
+            format that reads it, and refused when no chosen format reads it.
         repair: when an int8 artifact fails its gate: ``auto`` (default) tries each repair in order of cost
             and keeps the first that passes; ``off`` refuses; ``smooth`` tries only the exact rescalings
             (folds, then input scales).
@@ -71,12 +70,8 @@ class ExportOptions:
     embed: bool = True
     quantize_embeddings: bool = True
     int4_group_size: int | None = None
-    int4_kernel: str = "nbits"
-    pte_entry: str = "loop"
-    qnn_activations: int = 16
     calibration: str | None = None
-    soc: str | None = None
-    npu_lengths: str | None = None
+    format_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     repair: Repair = Repair.AUTO
     head: str | None = None
     pooling: str | None = None
@@ -87,6 +82,7 @@ class ExportOptions:
             raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
         if len(set(self.backends)) != len(self.backends):
             object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
+        object.__setattr__(self, "format_options", dict(self.format_options))  # a copy: the options stay as checked
         _check_format_options(self)
         if self.int4_group_size is not None and self.int4_group_size not in INT4_GROUP_SIZES:
             raise BadInputError(
@@ -102,29 +98,34 @@ class ExportOptions:
         """The thresholds given, or the defaults for the quantization and the task's output kind."""
         return self.thresholds or Thresholds.default_for_task(self.quant, kind)
 
-    def format_options(self, backend: Backend) -> Any:
-        """``backend``'s own options type (``Format.Options``), its fields read from the fields of the same name."""
-        kind = backends.load(backend).Options
-        return kind(**{f.name: getattr(self, f.name) for f in fields(kind)})
+    def options_for(self, backend: Backend) -> Any:
+        """``backend``'s own options (its package's ``Options``), built from ``format_options`` by name."""
+        kind = backends.options_type(backend)
+        return kind(**{f.name: self.format_options[f.name] for f in fields(kind) if f.name in self.format_options})
 
 
 def _check_format_options(options: ExportOptions) -> None:
-    """Each chosen format's own options valid, and no option of a format left out set away from its default
-    (BadInputError naming the option and the format that reads it)."""
-    owners: dict[str, list[Backend]] = {}
-    for b in backends.BACKENDS:
-        for f in fields(backends.load(b).Options):
-            owners.setdefault(f.name, []).append(b)
-    for b in options.backends:
-        options.format_options(b)
-    defaults = {f.name: f.default for f in fields(ExportOptions)}
-    for name, readers in owners.items():
-        value = getattr(options, name)
-        if value != defaults[name] and not set(readers) & set(options.backends):
+    """Each chosen format's own options valid, no option that no format declares, and none that only a format left
+    out reads set away from its default (BadInputError naming the option and the format that reads it)."""
+    declared = backends.option_fields()
+    for name, value in options.format_options.items():
+        if name not in declared:
+            known = ", ".join(flag_name(n) for n in declared)
+            raise BadInputError(f"{flag_name(name)} is not an option of any format; the formats' own are: {known}")
+        f, readers = declared[name]
+        if value != f.default and not set(readers) & set(options.backends):
             files = " / ".join(backends.get_info(b).suffix for b in readers)
             raise BadInputError(
-                f"--{name.replace('_', '-')} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
+                f"{flag_name(name)} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
             )
+    if options.calibration is not None and not any(backends.get_info(b).calibrated for b in options.backends):
+        static = [b.value for b, info in backends.BACKENDS.items() if info.calibrated]
+        raise BadInputError(
+            f"--calibration is read by a statically quantized format (--backend {' / '.join(static)}); add it or "
+            "drop --calibration"
+        )
+    for b in options.backends:
+        options.options_for(b)
 
 
 def _check_group_multiple(group_size: int, chosen: tuple[Backend, ...]) -> None:

@@ -4,6 +4,8 @@ staged file renamed into ``--out``."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from .. import backends
 from ..assets.labels import labels_file
 from ..assets.manifest import Manifest, file_entries
@@ -78,11 +80,9 @@ def measure_sizes(
 def options_record(run: ExportRun, replaced: list[str]) -> dict:
     """The options report.json records (``replaced``: the tables stored int8)."""
     options = run.options
-    int4 = (
-        {"int4_group_size": run.int4_group_size, "int4_kernel": options.int4_kernel}
-        if options.quant is Quant.INT4
-        else {}
-    )
+    int4 = {"int4_group_size": run.int4_group_size} if options.quant is Quant.INT4 else {}
+    # each chosen format's own options as it read them (defaults included): {"onnx": {"int4_kernel": "nbits"}}
+    own = {b.value: asdict(options.options_for(b)) for b in options.backends}
     return {
         "backends": [b.value for b in options.backends],
         "quant": options.quant.value,
@@ -91,6 +91,7 @@ def options_record(run: ExportRun, replaced: list[str]) -> dict:
         "int8_embeddings": replaced,
         "embedded": options.embed,
         **int4,
+        "format_options": {name: values for name, values in own.items() if values},
     }
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import backends
-from ..core.choices import Backend, Quant, Repair
+from ..core.choices import Quant, Repair
+from ..backends import Backend
 from ..core.fsutil import disk_error, remove_empty, remove_staging
 from ..core.progress import Progress, Silent
 from ..parity.artifact import ArtifactResult

@@ -1,5 +1,5 @@
-"""The export's stage that precompiles a checked, embedded file for named devices (``--soc``: the NPU file's
-EPContext models), through its format's ``Capability.PRECOMPILE``; each one is checked by it before it is kept."""
+"""The export's stage that precompiles a checked, bundled file for named devices (the NPU file's EPContext models,
+``--soc``), through its format's ``Capability.PRECOMPILE``; each one is checked by it before it is kept."""
 
 from __future__ import annotations
 
@@ -27,17 +27,18 @@ def _feeds(golden: list[dict], length: int) -> list[dict[str, np.ndarray]]:
 
 
 def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
-    """Each artifact of ``checked`` whose format precompiles, precompiled for ``--soc``; the files written."""
+    """Each artifact of ``checked`` whose format precompiles, precompiled for the devices its options name; the
+    files written."""
     written: list[str] = []
-    if not run.options.soc:
-        return written
     for r in checked.results:
         fmt = backends.precompiling(r.backend)
-        if fmt is None:
+        options = run.options.options_for(r.backend)
+        if fmt is None or not fmt.targets(options):
             continue
         length = backends.sequence_length(r.backend, dict(r.stats)) or run.max_len
-        with run.progress.step(f"precompiling {r.file} for {run.options.soc} (checked on each SoC's simulator)"):
-            entries = fmt.precompile(run.staging / r.file, run.options.soc, _feeds(checked.tally.golden, length))
+        devices = ", ".join(fmt.targets(options))
+        with run.progress.step(f"precompiling {r.file} for {devices} (checked on each device's simulator)"):
+            entries = fmt.precompile(run.staging / r.file, options, _feeds(checked.tally.golden, length))
         carried = (r.stats.get("embedded") or {}).get("identity")
         for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)
             if carried:
@@ -47,7 +48,7 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
         written += [e["file"] for e in entries]
         for e in entries:
             run.progress.say(
-                f"{e['file']}: {e['bytes']:,} B for {e['soc']} ({e['name']}, HTP v{e['htp_arch']}), outputs equal to "
+                f"{e['file']}: {e['bytes']:,} B for {e['device']}, outputs equal to "
                 f"{r.file}'s on {e['checked_texts']} texts; loads in {e['load_seconds']} s"
             )
     return written

@@ -66,7 +66,7 @@ def _child(
 def _simulator(kind: str) -> str | None:
     """The simulator a format of ``kind`` runs on here (None: its real runtime, or the eager model)."""
     from .. import backends
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     return backends.get_info(Backend(kind)).simulator if kind != "torch" else None
 
@@ -75,17 +75,18 @@ def _runner(kind: str, module: Any, path: str, threads: int, precision: str) -> 
     """(what runs the model: the artifact in its runtime through the same ``Runner`` parity uses, with the
     runtime's minimal verification, or the checkpoint's fp32 eager model; whether it takes any batch)."""
     from .. import backends
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     if module is None:
         from ..model.loading import load_checkpoint
         from ..model.reference import EagerRunner
 
         return EagerRunner(load_checkpoint(path)), True
-    options: dict = {"verification": "minimal"} if kind == Backend.EXECUTORCH.value else {}
+    info = backends.get_info(Backend(kind))
+    options: dict = dict(info.app_runner_options)  # loaded as the app loads it (ExecuTorch: minimal verification)
     if precision:  # a format with host-dependent int8 modes (``base.HostPrecision``)
         options["precision"] = precision
-    return module.Runner(Path(path), threads=threads, **options), backends.get_info(Backend(kind)).dynamic_batch
+    return module.Runner(Path(path), threads=threads, **options), info.dynamic_batch
 
 
 def _feeds(ids: np.ndarray) -> dict[str, np.ndarray]:
@@ -141,14 +142,17 @@ def _throughput(runner: Any, seq: int, vocab: int, dynamic_batch: bool, rng: np.
 def machine() -> dict:
     """The benchmarking machine: CPU, its int8 features, ONNX Runtime's precision mode there."""
     from .. import backends
-    from ..core.choices import Backend
     from ..core.host import this_host
 
     host = this_host()
-    onnx = backends.host_precision(Backend.ONNX)
+    precisions = {  # each runtime's host-dependent int8 mode here (ONNX Runtime's), by its library
+        f"{info.library}_precision": fmt.describe_precision(None, host)
+        for b, info in backends.BACKENDS.items()
+        if (fmt := backends.host_precision(b)) is not None
+    }
     return {
         **host.describe(),
-        "onnxruntime_precision": onnx.describe_precision(None, host) if onnx is not None else None,
+        **precisions,
         "logical_cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -194,7 +198,7 @@ def bench(
     u8s8 kernel, in that one too (row ``precision``)."""
     from .. import backends
     from ..assets.embedded import carried
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     targets = []
     for a in artifacts:

@@ -36,7 +36,7 @@ def import_runtime(backend: str) -> Any:
     import importlib
 
     from .. import backends
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     info = backends.get_info(Backend(backend))
     module = backends.load(info.backend)

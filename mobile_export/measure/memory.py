@@ -84,7 +84,7 @@ def _child(path: Path, backend: str, seq: int) -> dict:
     from .child import import_runtime
 
     from .. import backends
-    from ..core.choices import Backend
+    from ..backends import Backend
 
     module = import_runtime(backend)
     options: dict = {}

@@ -19,7 +19,8 @@ from typing import Any, TypedDict
 from quantize.schemes import table_group_size
 
 from ..assets.embedded import ASSETS_KEY, IDENTITY_KEY
-from ..core.choices import Backend, Quant
+from ..core.choices import Quant
+from ..backends.base import WeightLayout
 from ..core.figures import mib
 from ..model.families import FAMILIES, Family, family_of
 from .budgets import Budget, budget_verdict
@@ -84,20 +85,19 @@ def tied_embeddings(model) -> bool:
 PER_ROW = 0  # a "group size" for 4-bit weights with one scale per row (ai-edge-quantizer's channelwise)
 
 
-def _int4_sizes(rows: int, width: int, group_size: int, table: bool, xnnpack: bool) -> list[int]:
-    """Byte sizes of the blobs a [rows, width] matrix becomes at 4 bits: packed codes (a Linear's padded to
-    whole groups, a lookup table's not) and its scales (fp32 per group; XNNPACK's Linears bf16)."""
+def _int4_sizes(rows: int, width: int, group_size: int, table: bool, layout: WeightLayout) -> list[int]:
+    """Byte sizes of the blobs a [rows, width] matrix becomes at 4 bits in ``layout``: packed codes (a Linear's
+    padded to whole groups, a lookup table's not) and its scales (per group)."""
     if group_size == PER_ROW:  # one scale per row, the codes unpadded (scales in the file's tensor parameters)
         return [(rows * width + 1) // 2]
     blocks = -(-width // group_size)
-    if table and xnnpack:  # embedding_4bit: groups that tile the row
+    if table and layout.int4_table_tiled:
         return [(rows * width + 1) // 2, rows * (width // table_group_size(width, group_size)) * 4]
     if table:
         return [(rows * width + 1) // 2, rows * blocks * 4]
     codes = rows * blocks * group_size // 2
-    if xnnpack:
-        return [codes, rows * blocks * 2]
-    return [codes, rows * blocks * 4, rows * 4, rows]  # + --int4-kernel int8's per-column scales and zeros
+    scales = [codes, rows * blocks * layout.int4_scale_bytes]
+    return scales + [rows * 4, rows] if layout.int4_column_extras else scales
 
 
 def _slots(
@@ -105,7 +105,7 @@ def _slots(
     quant: str,
     int8_embeddings: bool,
     group_size: int | None = None,
-    xnnpack: bool = False,
+    layout: WeightLayout = WeightLayout(),
     fp32_linears: frozenset[str] = frozenset(),
 ) -> list[tuple[str, int]]:
     """(group, byte size) of every blob the model's parameters would become, one entry each (the Linears
@@ -120,7 +120,7 @@ def _slots(
             if group_size is None:
                 raise ValueError("int4 sizes need the group size")
             sizes = _int4_sizes(
-                p.shape[0], p.shape[1], group_size, "word_embeddings" in name, xnnpack
+                p.shape[0], p.shape[1], group_size, "word_embeddings" in name, layout
             )  # Linear [out, in]; table [vocab, width]
             slots += [(group, s) for s in sizes]
             continue
@@ -128,7 +128,7 @@ def _slots(
         if quantized:
             rows = p.shape[0]
             slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
-            if not xnnpack:  # each output's share of a per-token zero point: computed at load, a constant in a .ort
+            if layout.int8_column_sums:  # each output's share of a per-token zero point (a constant in a .ort)
                 slots.append((group, rows * 4))
         else:
             slots.append((group, p.numel() * 4))
@@ -213,10 +213,10 @@ def breakdown(
     # the file's group size; a 4-bit file whose format names none stores one scale per row (the .tflite's
     # per-channel 4 bits: PER_ROW)
     group_size = (stored_group or PER_ROW) if quant == "int4" else None
-    xnnpack = backends.for_path(path) is Backend.EXECUTORCH
+    layout = backends.get_info(backends.for_path(path)).layout
     model, config = _meta_model(model_info)
     groups, extra_copies, unmatched, unquantized = _match(
-        blobs, model, quant, int8_embeddings, group_size, xnnpack, fp32_linears
+        blobs, model, quant, int8_embeddings, group_size, layout, fp32_linears
     )
     counts = parameter_counts(model, config)
     tied = tied_embeddings(model)
@@ -254,19 +254,19 @@ def _match(
     quant: str,
     int8_embeddings: bool,
     group_size: int | None,
-    xnnpack: bool,
+    layout: WeightLayout,
     fp32_linears: Sequence[str],
 ) -> tuple[Counter, Counter, int, Counter]:
     """Every stored blob matched by size to a part of the (meta) model: (bytes per part, bytes of extra copies
     per part, bytes matched to no part, bytes of extra copies that are a quantized matrix kept at fp32). Duplicates
     are matched too: the same bytes stored twice cost twice (the regression ExecuTorch 1.1-1.2 had wrote the shared
     layer once per layer, identical bytes)."""
-    slots = _slots(model, quant, int8_embeddings, group_size, xnnpack, frozenset(fp32_linears))
+    slots = _slots(model, quant, int8_embeddings, group_size, layout, frozenset(fp32_linears))
     # a tied table's decoder stored apart at 4 bits is a Linear's blobs of the table's shape (its own layout)
     decoder = set()
     if tied_embeddings(model) and group_size is not None:
         table = model.get_input_embeddings().weight
-        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, xnnpack))
+        decoder = set(_int4_sizes(table.shape[0], table.shape[1], group_size, False, layout))
     # a matrix left at fp32 where quantization should have taken it (an unquantized copy) is an extra copy too
     family = family_of(model.config.model_type)
     whole = {p.numel() * 4: family.part_of(n) for n, p in model.named_parameters() if p.dim() == 2}

@@ -45,7 +45,7 @@ def _keep_min(current: float | None, value: float | None) -> float | None:
 
 
 @dataclass
-class _Sums:
+class _BucketSums:
     """Running sums over a set of examples, added in example order: the same float operations as
     summing the per-example values of a list, so the result is the same to the last digit."""
 
@@ -72,7 +72,7 @@ class _Sums:
         self.decisions += decisions
         self.agree += agree
 
-    def merge(self, other: "_Sums") -> None:
+    def merge(self, other: "_BucketSums") -> None:
         """Fold in the sums of the examples that follow (another batch)."""
         if other.examples == 0:
             return
@@ -115,8 +115,8 @@ class ParityAccumulator:
 
     def __init__(self, task: TaskSpec) -> None:
         self.task = task
-        self.total = _Sums()
-        self.bucket_sums: dict[int, _Sums] = {}
+        self.total = _BucketSums()
+        self.bucket_sums: dict[int, _BucketSums] = {}
         self.lengths: set[int] = set()
         self.labelled = self.reference_right = self.artifact_right = 0
         self._max_abs_diff, self._power, self._noise_power = array("d"), array("d"), array("d")
@@ -202,7 +202,9 @@ class ParityAccumulator:
         bucket = bucket_of(length)
         self.total.add(m, abs_sum, count, signal, noise, cos, decisions, agree)
         if bucket >= 0:
-            self.bucket_sums.setdefault(bucket, _Sums()).add(m, abs_sum, count, signal, noise, cos, decisions, agree)
+            self.bucket_sums.setdefault(bucket, _BucketSums()).add(
+                m, abs_sum, count, signal, noise, cos, decisions, agree
+            )
         self.lengths.add(int(length))
         self._max_abs_diff.append(m)
         self._power.append(signal / n)
@@ -286,7 +288,7 @@ class ParityAccumulator:
             self.retrieval.merge(other.retrieval)
         self.total.merge(other.total)
         for k, sums in sorted(other.bucket_sums.items()):
-            self.bucket_sums.setdefault(k, _Sums()).merge(sums)
+            self.bucket_sums.setdefault(k, _BucketSums()).merge(sums)
         self.lengths |= other.lengths
         self.labelled += other.labelled
         self.reference_right += other.reference_right

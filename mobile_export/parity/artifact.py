@@ -9,7 +9,8 @@ from typing import Any
 from quantize.schemes import scheme_name
 
 from ..backends.base import ArtifactStats
-from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Backend, Quant
+from ..core.choices import DEFAULT_INT4_GROUP_SIZE, Quant
+from ..backends import Backend
 from .metrics import ParityResult
 from .plots import PlotData
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import backends
-from ..core.choices import Backend, Quant
+from ..core.choices import Quant
+from ..backends import Backend
 from ..core.errors import ArtifactLoadError, first_line
 from ..core.progress import Progress
 from ..core.tasks import OutputKind, TaskSpec

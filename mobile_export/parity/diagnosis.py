@@ -22,7 +22,7 @@ import torch
 from quantize.simulate import quantized
 
 from .. import backends
-from ..core.choices import Backend
+from ..backends import Backend
 from ..core.tasks import OutputKind
 from ..model.activations import ChannelRanges, channel_ranges
 from ..model.families import FAMILIES

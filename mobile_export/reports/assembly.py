@@ -20,20 +20,21 @@ def versions() -> dict[str, str | None]:
     """Versions of the packages that wrote and checked the artifacts."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from .. import backends
+
     out: dict[str, str | None] = {}
-    for name in (
-        "mobile-export",
-        "torch",
-        "executorch",
-        "transformers",
-        "optimum",
-        "onnx",
-        "onnxruntime",
-        "onnxscript",
-        "torchao",
-        "numpy",
-        "sentencepiece",
-        "tokenizers",
+    # the model's side, then every format's runtime and converters (the registry's)
+    for name in dict.fromkeys(
+        (
+            "mobile-export",
+            "torch",
+            "transformers",
+            "optimum",
+            "numpy",
+            "sentencepiece",
+            "tokenizers",
+            *backends.packages(),
+        )
     ):
         try:
             out[name] = version(name)

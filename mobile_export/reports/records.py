@@ -160,7 +160,15 @@ def kept_fp32(repair: dict | None, file: str) -> list[str]:
     return kept
 
 
-GRANULARITY_RUNTIME = {"tensor": "per tensor", "token": "XNNPACK / ONNX Runtime (per token)"}
+def granularity_label(granularity: str) -> str:
+    """How a report names an emulated activation granularity: with the runtimes that compute it (the registry's)."""
+    from .. import backends
+
+    runtimes = [
+        i.runtime.split(",")[0].split(" (")[0] for i in backends.BACKENDS.values() if i.granularity == granularity
+    ]
+    named = " / ".join(dict.fromkeys(runtimes))
+    return f"{named} (per {granularity})" if named else f"per {granularity}"
 
 
 @dataclass(frozen=True)
@@ -199,7 +207,7 @@ def depth_series(diagnosis: dict[str, Any], repair: dict[str, Any]) -> list[Dept
     """The error-by-depth lines a report shows: each runtime emulated, each artifact in its runtime, and each
     artifact the applied repair re-exported (report.json's ``diagnosis`` and ``repair``)."""
     out = [
-        DepthSeries(f"{GRANULARITY_RUNTIME.get(g, g)}, emulated", False, tuple(e.get("depth_sqnr_db") or ()))
+        DepthSeries(f"{granularity_label(g)}, emulated", False, tuple(e.get("depth_sqnr_db") or ()))
         for g, e in (diagnosis.get("emulated") or {}).items()
     ]
     out += [

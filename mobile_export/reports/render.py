@@ -18,7 +18,7 @@ from ..measure.size import format_overhead
 from ..measure.memory import MemoryFigures
 from ..measure.size import SizeEntry
 from .charts import plots
-from .records import GRANULARITY_RUNTIME, DepthWords, ReportRecord, depth_series, depth_words, mismatch
+from .records import granularity_label, DepthWords, ReportRecord, depth_series, depth_words, mismatch
 
 
 def _pct(v) -> str:
@@ -246,7 +246,7 @@ def _diagnosis_sections(d: dict, repair: dict, words: DepthWords) -> list[tuple[
     shares = {g: {w["weight"]: w for w in e.get("weights", [])} for g, e in emulated.items()}
     head = ["weight", "runs", "input spread (max / median channel)", "outlier channels (x median)"]
     for g in emulated:
-        head += [f"{GRANULARITY_RUNTIME.get(g, g)}: alone dB", f"{GRANULARITY_RUNTIME.get(g, g)}: all but it dB"]
+        head += [f"{granularity_label(g)}: alone dB", f"{granularity_label(g)}: all but it dB"]
     rows = []
     for i in d["inputs"]:
         named = ", ".join(f"{o['channel']} ({o['ratio']:.0f}x)" for o in i.get("outliers", [])) or "none"
@@ -255,9 +255,7 @@ def _diagnosis_sections(d: dict, repair: dict, words: DepthWords) -> list[tuple[
             w = shares[g].get(i["weight"], {})
             row += [_num(w.get("alone_db"), ".1f"), _num(w.get("without_db"), ".1f")]
         rows.append(row)
-    totals = ", ".join(
-        f"{GRANULARITY_RUNTIME.get(g, g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items()
-    )
+    totals = ", ".join(f"{granularity_label(g)} {_num(e.get('sqnr_db'), '.1f')} dB" for g, e in emulated.items())
     out = [
         (
             f"int8 diagnosis: each weight's input and error (emulated on {d.get('texts')} texts, each weight's "
@@ -362,7 +360,7 @@ def _change(c: dict) -> str:
     if "fp32_weights" in c:
         kept = ", ".join(short_weight(w) for w in c["fp32_weights"]) or "none"
         return (
-            f"fp32 for {GRANULARITY_RUNTIME.get(c['granularity'], c['granularity'])}: {kept} (emulated "
+            f"fp32 for {granularity_label(c['granularity'])}: {kept} (emulated "
             f"{_num(c.get('emulated_before_db'), '.1f')} -> {_num(c.get('emulated_after_db'), '.1f')} dB)"
         )
     if "readers" in c:  # an input scale (scales)
@@ -428,13 +426,8 @@ def _summary_lines(report: ReportRecord) -> list[str]:
                 f"- {a.file} ran on {sim['simulator']} ({a.result.stats.get('runtime_version')}): {sim['texts']} of "
                 f"{sim['of']} parity texts, {sim['chosen']}; {sim['note']}"
             )
-    v = report.versions
-    lines.append(
-        "- versions: "
-        + ", ".join(
-            f"{k} {v[k]}" for k in ("mobile-export", "torch", "executorch", "onnxruntime", "transformers") if v.get(k)
-        )
-    )
+    v = report.versions  # every package the run recorded (the registry's formats' included) that is installed
+    lines.append("- versions: " + ", ".join(f"{k} {value}" for k, value in v.items() if value))
     return lines
 
 

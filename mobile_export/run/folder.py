@@ -12,7 +12,7 @@ from typing import Any
 from .. import backends
 from ..assets.labels import read_labels
 from ..assets.manifest import Manifest
-from ..core.choices import Backend
+from ..backends import Backend
 from ..core.errors import ArtifactLoadError, BadInputError, first_line
 from ..core.files import LABELS, MANIFEST, TOKENIZER_DIR, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import sha256_file

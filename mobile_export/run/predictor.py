@@ -13,7 +13,8 @@ from typing import overload
 import numpy as np
 
 from .. import backends
-from ..core.choices import DEFAULT_TOP_K, Backend
+from ..core.choices import DEFAULT_TOP_K
+from ..backends import Backend
 from ..core.errors import BadInputError
 from ..core.signature import INPUT_NAMES
 from ..core.tasks import OutputKind

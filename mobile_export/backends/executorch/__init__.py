@@ -7,6 +7,8 @@ user's file is sound (``validation``) and running it (``runner``). ExecuTorch is
 
 from __future__ import annotations
 
+from typing import Any
+
 from .embedding import embed, embedded
 from .convention import (
     CALLING_CONVENTION,
@@ -19,9 +21,7 @@ from .convention import (
 )
 from .inspection import coverage, int4_group_size, int4_weight_group_sizes, memory_sharing, stored_quant
 from .layout import blobs, files, share_stored_bytes
-from .lowering import export
 from .options import PteOptions as Options
-from .runner import Runner, depth_runner
 from .validation import check
 
 __all__ = [
@@ -56,3 +56,17 @@ def runtime_version() -> str:
     from importlib.metadata import version
 
     return version("executorch")
+
+
+def __getattr__(name: str) -> Any:
+    """The members that need torch (lowering, running), imported on first use: the package's options and facts
+    load without torch (``mobile-export --help`` builds every format's flags)."""
+    if name == "export":
+        from .lowering import export
+
+        return export
+    if name in ("Runner", "depth_runner"):
+        from . import runner
+
+        return runner.PteRunner if name == "Runner" else runner.depth_runner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

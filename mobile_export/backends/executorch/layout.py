@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from .compiler_free import call_exir, exir_attribute
 from .serializer import (
     SEGMENT_ALIGNMENT,
@@ -97,6 +95,8 @@ def share_stored_bytes(data: bytes) -> tuple[bytes, int]:
 
 def _constant_sizes(program) -> dict[int, int]:
     """Bytes each constant buffer's tensor uses (its storage is padded to the segment's alignment)."""
+    import torch  # the runtime's own torch; imported here so that the package loads without it (its options, --help)
+
     dtypes = {int(code): dtype for dtype, code in exir_attribute("tensor", "scalar_type_table").items()}
     sizes: dict[int, int] = {}
     for plan in program.execution_plan:

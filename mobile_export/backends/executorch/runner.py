@@ -13,7 +13,7 @@ from .convention import EMBED_METHOD, GROUP_METHOD, HEAD_INPUTS_METHOD, HEAD_MET
 _NOISE = ("[cpuinfo_utils.cpp:", "[threadpool.cpp:")  # the runtime's probing and threadpool notices
 
 
-class Runner:
+class PteRunner:
     """A .pte loaded by the ExecuTorch runtime, run through its calling convention.
 
     The layer-loop program (``embed``, ``layer_group_G``, ``head``, ``layer_schedule``) is what
@@ -91,7 +91,7 @@ class Runner:
         return [o.detach().numpy().copy() for o in outputs]
 
 
-def depth_runner(path: Path) -> Runner | None:
+def depth_runner(path: Path) -> PteRunner | None:
     """``path`` loaded for ``run_states``, or None when the program has no layer loop (``--pte-entry forward``)."""
-    runner = Runner(path, threads=None, verification="minimal")
+    runner = PteRunner(path, threads=None, verification="minimal")
     return runner if runner.loops else None

@@ -86,7 +86,7 @@ def probe_child(path: str) -> None:
     line and exit 3."""
     import sys
 
-    from .runner import Runner
+    from .runner import PteRunner as Runner
 
     try:
         Runner(Path(path))

@@ -16,7 +16,7 @@ from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored
 from .lowering import export
 from .mediapipe import task_metadata
 from .options import LitertOptions as Options
-from .runner import Runner
+from .runner import LitertRunner as Runner
 from .validation import check
 
 __all__ = [

@@ -13,7 +13,7 @@ from . import flatbuffer
 from .metadata import INPUTS, SIGNATURE, facts
 
 
-class Runner:
+class LitertRunner:
     """A .tflite in LiteRT's interpreter (``ai_edge_litert``) with ``threads`` threads (None: LiteRT's default)."""
 
     def __init__(self, path: Path, threads: int | None = None) -> None:

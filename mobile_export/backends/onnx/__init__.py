@@ -15,7 +15,8 @@ from .layout import DATA_SUFFIX, blobs, files
 from .lowering import OPSET, export
 from .options import OnnxOptions as Options
 from .precision import describe_precision, phone_precision, precision_modes
-from .runner import Runner, depth_runner
+from .runner import OnnxRunner as Runner
+from .runner import depth_runner
 from .validation import check, check_interface
 
 __all__ = [

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # imported where an export runs: the format's runner is used 
 OPSET = 18
 
 
-def _exported(module, args, dynamic_shapes, input_names: list[str], output_names: list[str]) -> Any:
+def onnx_program(module, args, dynamic_shapes, input_names: list[str], output_names: list[str]) -> Any:
     """``module`` through the torch exporter (dynamo, opset ``OPSET``, optimized, weights inline)."""
     import torch
 
@@ -40,7 +40,7 @@ def _exported(module, args, dynamic_shapes, input_names: list[str], output_names
 def _to_onnx(module, args, dynamic_shapes, input_names, output_names):
     from quantize.onnx_dynamic import dedupe_initializers
 
-    model = _exported(module, args, dynamic_shapes, input_names, output_names).model_proto
+    model = onnx_program(module, args, dynamic_shapes, input_names, output_names).model_proto
     dedupe_initializers(model)
     if model.functions:
         raise RuntimeError(f"the exporter left local functions {[f.name for f in model.functions]}")
@@ -165,7 +165,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
 
                 inputs = list(plan.signature.inputs)
                 module = with_inputs(wrapper, plan.signature.inputs)
-                prog = _exported(module, plan.example(), plan.dynamic_shapes(), inputs, list(output_names))
+                prog = onnx_program(module, plan.example(), plan.dynamic_shapes(), inputs, list(output_names))
                 prog.save(str(fp32_path), external_data=False)
         int4: dict = {}
         if plan.quant is Quant.INT8:

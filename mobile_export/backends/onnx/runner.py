@@ -12,7 +12,7 @@ from .precision import Precision, precision_for, session
 DEPTH_OUTPUT = "diagnosis/hidden_by_depth"  # the Loop's scan output a depth probe adds (not in the file)
 
 
-class Runner:
+class OnnxRunner:
     """An .onnx loaded in an ONNX Runtime InferenceSession on the CPU, in the host's precision mode
     (``precision``: a ``Precision`` or its value; default the non-saturating one wherever the host's u8s8 kernel
     saturates)."""
@@ -26,7 +26,7 @@ class Runner:
         return self.session.run(None, {n: np.ascontiguousarray(feeds[n], dtype=np.int64) for n in self.input_names})
 
 
-class DepthRunner:
+class OnnxDepthRunner:
     """An .onnx whose layer Loop also hands out the hidden state after each depth (a scan output added to a
     copy of the graph in memory; the file is not changed), in the project's session."""
 
@@ -65,11 +65,11 @@ def _expose_depths(model: Any) -> None:
     model.graph.output.append(helper.make_tensor_value_info(DEPTH_OUTPUT, TensorProto.FLOAT, None))
 
 
-def depth_runner(path: Path) -> DepthRunner | None:
+def depth_runner(path: Path) -> OnnxDepthRunner | None:
     """``path`` loaded for ``run_states``, or None when its layers are not one Loop (several layer groups are
     written unrolled)."""
     import onnx
 
     if _layer_loop(onnx.load(str(path), load_external_data=False)) is None:
         return None
-    return DepthRunner(path)
+    return OnnxDepthRunner(path)

@@ -17,10 +17,10 @@ from .htp import version as runtime_version
 from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored_quant
 from .lowering import export
 from .options import QnnOptions as Options
-from .pool import Pool
-from .precompile import compiled_for, precompile
+from .pool import SimulatorPool as Pool
+from .precompile import compiled_for, precompile, targets
 from .ranges import REPAIRED
-from .runner import Runner
+from .runner import QnnRunner as Runner
 from .validation import check
 
 if TYPE_CHECKING:  # the runners load without torch
@@ -44,6 +44,7 @@ __all__ = [
     "length_graphs",
     "memory_sharing",
     "precompile",
+    "targets",
     "ranges_headroom",
     "runtime_version",
     "sequence_length",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.signature import INPUT_NAMES
-from ...core.socs import SIMULATED, SOCS, Soc
+from .socs import SIMULATED, SOCS, Soc
 from ..base import ExportStats
 
 

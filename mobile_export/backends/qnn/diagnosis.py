@@ -81,7 +81,7 @@ class QdqDiagnosis:
 
 
 @dataclass
-class _Sums:
+class _PairSums:
     signal: float = 0.0
     noise: float = 0.0
     own: float = 0.0
@@ -185,7 +185,7 @@ def diagnose_qdq(qdq_path: Path, float_path: Path, examples: Sequence[Example], 
     q_session = _session(qdq, [p.dequantized for p in pairs])
     f_session = _session(ref, [p.name for p in pairs])
     length = int(q_session.get_inputs()[0].shape[1])
-    sums = {p.name: _Sums() for p in pairs}
+    sums = {p.name: _PairSums() for p in pairs}
     for ex in examples:
         n = min(ex.length, length)
         feeds = pad({k: v[:, :n] for k, v in ex.feeds.items()}, length, inputs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...core.socs import SIMULATED, Soc
+from .socs import SIMULATED, Soc
 
 EP_NAME = "QNNExecutionProvider"
 MASKED = -100.0  # the additive attention mask: bounded, so real scores keep their resolution beside it (BENCHMARKS.md)

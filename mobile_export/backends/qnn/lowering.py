@@ -123,7 +123,7 @@ def _lower(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
 
     from ...model.reference import example_inputs
     from ...model.stages import with_inputs
-    from ..onnx.lowering import OPSET, _exported
+    from ..onnx.lowering import OPSET, onnx_program
 
     if not plan.calibration:
         raise ValueError("the NPU file needs calibration texts (Plan.calibration)")
@@ -136,7 +136,7 @@ def _lower(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress) -> Export
     try:
         with progress.step(f"qnn: torch.onnx.export at {plan.max_len} tokens (fixed), mask {MASKED:g}"):
             example = example_inputs(1, plan.max_len, plan.vocab_size)[: len(inputs)]
-            model: Any = _exported(module, example, None, inputs, outputs).model_proto
+            model: Any = onnx_program(module, example, None, inputs, outputs).model_proto
             deduplicated = dedupe_initializers(model)  # one weight per shared layer, no per-layer Transpose
             _own_biases(model)
             per_token = per_token_outputs(module, plan)

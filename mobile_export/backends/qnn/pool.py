@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ...core.errors import BadInputError
-from .runner import Runner
+from .runner import QnnRunner as Runner
 
 
 class _Simulator:
@@ -87,7 +87,7 @@ class _Simulator:
         self.stderr.close()
 
 
-class Pool:
+class SimulatorPool:
     """``processes`` HTP sessions of the file at ``path``, each in its own process: ``submit`` a text's inputs,
     ``result`` gives the outputs of the oldest text not yet taken; ``took`` is that text's time in its
     simulator (not the phone's time)."""

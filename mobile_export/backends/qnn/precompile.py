@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import ExportFailedError
-from ...core.socs import Soc, parse_socs
+from .options import QnnOptions
+from .socs import Soc, parse_socs
 from ...core.fsutil import write_bytes
 from . import htp
 from .metadata import META_KEY, facts
-from .runner import Runner
+from .runner import QnnRunner as Runner
 
 
 def _own_facts(path: Path, soc: Soc) -> None:
@@ -40,12 +41,17 @@ def _same_outputs(compiled: Runner, source: Runner, feeds, shown: str, path: Pat
             )
 
 
-def precompile(path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
-    """Each SoC of ``socs`` (``SM8650,SM8750``) its precompiled file beside the NPU file at ``path``, checked on
-    ``feeds`` (one text each) against the QDQ model on the same SoC's simulator; what each is (the manifest's
+def targets(options: QnnOptions) -> tuple[str, ...]:
+    """The SoCs the export's ``--soc`` names (none: only the portable QDQ model)."""
+    return tuple(soc.name for soc in parse_socs(options.soc.split(",") if options.soc else ()))
+
+
+def precompile(path: Path, options: QnnOptions, feeds: Sequence[dict[str, np.ndarray]]) -> list[dict]:
+    """Each SoC of ``options.soc`` (``SM8650,SM8750``) its precompiled file beside the NPU file at ``path``, checked
+    on ``feeds`` (one text each) against the QDQ model on the same SoC's simulator; what each is (the manifest's
     entries). ExportFailedError if one differs."""
     entries = []
-    for soc in parse_socs(socs.split(",")):
+    for soc in parse_socs(targets(options)):
         dest = path.with_name(soc.file_name)
         dest.unlink(missing_ok=True)  # QNN refuses to write over a compiled file
         try:
@@ -63,6 +69,7 @@ def precompile(path: Path, socs: str, feeds: Sequence[dict[str, np.ndarray]]) ->
         entries.append(
             {
                 "soc": soc.name,
+                "device": f"{soc.name} ({soc.marketing}, HTP v{soc.htp_arch})",
                 "name": soc.marketing,
                 "htp_arch": soc.htp_arch,
                 "soc_model": soc.soc_model,

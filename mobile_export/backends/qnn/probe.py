@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ...core.errors import ArtifactLoadError
-from ...core.socs import SIMULATED
+from .socs import SIMULATED
 
 PROBE_SECONDS = 600  # far above the longest load measured (albert-base's context: seconds)
 _QNN_ERROR = re.compile(r"<E>\s*(.*\S)")
@@ -25,7 +25,7 @@ _CHILD = """
 import sys
 from pathlib import Path
 from mobile_export.backends.qnn import htp
-from mobile_export.core.socs import SOCS
+from mobile_export.backends.qnn.socs import SOCS
 htp.session(Path(sys.argv[1]), SOCS[sys.argv[2]], severity=0)
 """
 

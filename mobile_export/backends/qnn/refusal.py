@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ArtifactLoadError, first_line
-from ...core.socs import SOCS
+from .socs import SOCS
 
 _UNSUPPORTED = re.compile(r"Unsupported nodes in QNN EP:(.*)")
 _NODE_TYPE = re.compile(r"type:\s*([A-Za-z0-9_]+)")

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ...core.socs import SIMULATED, Soc
+from .socs import SIMULATED, Soc
 from ..fixed import cut, pad, text_length
 from . import htp
 from .metadata import META_KEY
 
 
-class Runner:
+class QnnRunner:
     """A .qnn.onnx in ONNX Runtime sessions on the HTP (every node; the simulator on x86-64), as the HTP of ``soc``
     (default: the one the QDQ model is checked as): one session per length the file holds (``graphs``), a text run
     in the shortest it fits. ``threads``: unused, the HTP schedules itself."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import backends
-from ...core.choices import Backend
+from ...backends import Backend
 from ...measure.bench import measure
 
 COST_TOKENS = 128  # the length a repair's latency is reported at (the export's max length if shorter)

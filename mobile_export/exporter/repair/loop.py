@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ... import backends
-from ...core.choices import Backend, Repair
+from ...core.choices import Repair
+from ...backends import Backend
 from ...model.loading import LoadedModel
 from ...parity.artifact import ArtifactResult
 from ...parity.checker import Checked
@@ -84,8 +85,7 @@ def repair(run: ExportRun, lowered: list[Lowered], checked: Checked, npu: list[d
                 with run.progress.step("repair (smooth): smoothing scales folded into the weights"):
                     model, folds = smoothed(state.model, run.sample)
             else:
-                # chosen for the CPU files (per token) if one is refused, else for the NPU file (per tensor)
-                granularity = "token" if any(not backends.get_info(r.backend).calibrated for r in refused) else "tensor"
+                granularity = _scales_granularity(refused)
                 with run.progress.step("repair (scales): each Linear with an outlier channel scales its own input"):
                     model, folds = input_scaled(state.model, run.sample, granularity)
             nothing = NOTHING_TO_FOLD if method == "smooth" else NOTHING_TO_SCALE
@@ -170,6 +170,15 @@ def _ranges(static: list[ArtifactResult], npu: list[dict]) -> tuple[Attempt, dic
 
 def _cost_of(run: ExportRun, backend: Backend) -> Cost:
     return cost(backend, run.staging, int(run.loaded.config.vocab_size), run.max_len)
+
+
+def _scales_granularity(refused: list) -> str:
+    """The activation granularity input scales are chosen for: the refused dynamically quantized formats' (each asked
+    its own), else the calibrated ones'; per tensor where refused formats differ (scales that help a whole tensor's
+    one scale help its rows too)."""
+    infos = [backends.get_info(r.backend) for r in refused]
+    chosen = {i.granularity for i in infos if not i.calibrated} or {i.granularity for i in infos}
+    return "tensor" if "tensor" in chosen else chosen.pop()
 
 
 def _mixed(

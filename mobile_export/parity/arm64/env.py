@@ -23,8 +23,16 @@ from ...core.errors import BadInputError
 MIN_QEMU = (11, 1)
 SUITE = "bookworm"  # the userland's Debian (its Python 3.11 is this project's)
 QEMU_SUITE = "trixie-backports"  # where qemu-user comes from (its binaries are static: any host runs them)
-# the aarch64 builds that must match this machine's (ai-edge-litert: LiteRT's interpreter, the .tflite's runtime)
-RUNTIMES = ("torch", "executorch", "onnxruntime", "numpy", "ai-edge-litert")
+
+
+def runtimes() -> tuple[str, ...]:
+    """The aarch64 builds that must match this machine's: torch and numpy, and every phone-CPU format's runtime (the
+    registry's ``runtime_libraries``)."""
+    from ... import backends
+
+    return ("torch", "numpy", *backends.runtime_libraries())
+
+
 # What importing the runtimes needs besides them (pure Python, or with aarch64 wheels), at this machine's versions.
 SUPPORT = (
     "typing_extensions",
@@ -55,7 +63,7 @@ def default_dir() -> Path:
 def wanted_versions() -> dict[str, str]:
     """The runtime versions the environment must have: this machine's."""
     out = {}
-    for name in RUNTIMES:
+    for name in runtimes():
         try:
             out[name] = version(name).split("+")[0]
         except PackageNotFoundError:

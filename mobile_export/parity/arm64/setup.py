@@ -25,7 +25,7 @@ from .env import (
     MIN_QEMU,
     PLATFORMS,
     QEMU_SUITE,
-    RUNTIMES,
+    runtimes,
     SUITE,
     SUPPORT,
     Arm64Env,
@@ -113,7 +113,7 @@ def _userland(env: Arm64Env, mirror: str) -> None:
 def _packages(env: Arm64Env, versions: dict[str, str]) -> None:
     """The aarch64 wheels of the runtimes and what importing them needs, at this machine's versions."""
     shutil.rmtree(env.site, ignore_errors=True)
-    pins = [f"{n}=={versions[n]}" for n in RUNTIMES]
+    pins = [f"{n}=={versions[n]}" for n in runtimes()]
     for name in SUPPORT:
         try:
             pins.append(f"{name}=={version(name)}")
@@ -165,10 +165,10 @@ def prepare(folder: str | os.PathLike | None = None, say=print) -> Arm64Env:
     _packages(env, versions)
     say("arm64 env: CUDA stand-ins for aarch64 torch")
     stood_in = build(env.site, env.userland, env.stubs)
-    say("arm64 env: loading both runtimes under emulation (about a minute)")
+    say("arm64 env: loading the runtimes under emulation (about a minute)")
     with Emulator(env, "cortex-a76") as emulator:
         found = emulator.versions()
-    want = {k: versions[k] for k in ("executorch", "onnxruntime")}
+    want = {k: versions[k] for k in runtimes() if k not in ("torch", "numpy")}
     if {k: found.get(k) for k in want} != want:
         raise BadInputError(f"the emulated runtimes report {found}, expected {want}")
     env.stamp.write_text(

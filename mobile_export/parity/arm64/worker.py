@@ -23,7 +23,7 @@ def main() -> int:
         try:
             if op == "load":
                 from ... import backends
-                from ...core.choices import Backend
+                from ...backends import Backend
 
                 key, backend, path = arg
                 runners[key] = backends.load(Backend(backend)).Runner(Path(path), threads=1)

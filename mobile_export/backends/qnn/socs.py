@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import BadInputError
+from ...core.errors import BadInputError
 
 
 @dataclass(frozen=True)
