@@ -348,7 +348,7 @@ def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
             continue
         backend = "executorch" if a["file"].endswith(".pte") else "onnx"
         predictor = mobile_export.load(ours, backend=backend)
-        got = np.stack([predictor.embed(t).vector.reshape(-1) for t in texts])
+        got = np.stack([predictor.encode(t).vector.reshape(-1) for t in texts])
         rows[a["file"]] = {
             "bytes": a["bytes"],
             "sqnr_db": round(a["parity"]["sqnr_db"], 1),

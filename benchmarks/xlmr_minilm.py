@@ -87,7 +87,7 @@ def parts(out: Path) -> list[dict]:
         size = a["size"]
         memory = size.get("memory") or {}
         rows.append({"file": a["file"], "bytes": size["bytes"], "deflate": size.get("deflate_bytes"),
-                     "embedded_assets": size.get("embedded_bytes"), "parts": size.get("groups"),
+                     "bundle_assets": size.get("bundle_bytes"), "parts": size.get("groups"),
                      "model_rss_mib": round(memory.get("model_rss_bytes", 0) / 2**20, 1),
                      "ram_x_file": round(memory.get("model_rss_bytes", 0) / size["bytes"], 2)})
     return rows

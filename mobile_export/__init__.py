@@ -61,7 +61,7 @@ _HOMES = {
     "Embedding": "run.results",
     "LoadedModel": "model.loading",
     "load_checkpoint": "model.loading",
-    "Backend": "core.choices",
+    "Backend": "backends",
     "ExportOptions": "exporter.options",
     "ParityOptions": "exporter.options",
     "Quant": "core.choices",

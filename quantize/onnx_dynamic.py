@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .onnx_graph import count_matmuls, gemm_to_matmul, graphs, unique_namer
 from .schemes import INT8_DYNAMIC_PER_CHANNEL, Scheme
 
 
@@ -101,61 +102,6 @@ def dedupe_initializers(model) -> int:
     return removed
 
 
-def graphs(graph, outer: frozenset = frozenset()):
-    """(graph, names of the initializers it can read) for ``graph`` and every subgraph (a Loop body)."""
-    from onnx import AttributeProto
-
-    constants = outer | {i.name for i in graph.initializer}
-    yield graph, constants
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == AttributeProto.GRAPH:
-                yield from graphs(attr.g, constants)
-            for sub in attr.graphs:
-                yield from graphs(sub, constants)
-
-
-def unique_namer(taken: set[str]):
-    """``fresh(name)``: ``name``, or it with underscores appended until no name in ``taken`` (which it grows) has it."""
-
-    def fresh(name: str) -> str:
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
-
-    return fresh
-
-
-def drop_unread_initializers(model) -> None:
-    """Remove, from every graph, the initializers that no node of any graph reads (nor a graph output)."""
-    read = {n for graph, _ in graphs(model.graph) for node in graph.node for n in node.input}
-    read |= {o.name for graph, _ in graphs(model.graph) for o in graph.output}
-    for graph, _ in graphs(model.graph):
-        kept = [i for i in graph.initializer if i.name in read]
-        if len(kept) != len(graph.initializer):
-            del graph.initializer[:]
-            graph.initializer.extend(kept)
-
-
-def count_matmuls(model) -> tuple[int, int]:
-    """(MatMul/Gemm with a constant second input, MatMul/Gemm on two activations), subgraphs included."""
-    weight = act = 0
-    for graph, constants in graphs(model.graph):
-        for node in graph.node:
-            if node.op_type in ("MatMul", "Gemm"):
-                if node.input[1] in constants:
-                    weight += 1
-                else:
-                    act += 1
-    return weight, act
-
-
-def count_ops(model, op_type: str) -> int:
-    """How many nodes of ``op_type`` the model has, subgraphs included."""
-    return sum(1 for graph, _ in graphs(model.graph) for node in graph.node if node.op_type == op_type)
-
-
 def prepare_file(src: Path, dst: Path) -> OnnxQuantStats:
     """Write ``src`` to ``dst`` with its shared weights de-duplicated (``dedupe_initializers``), still fp32."""
     import onnx
@@ -231,7 +177,6 @@ def quantize_file(
         raise ValueError(f"ONNX side implements {INT8_DYNAMIC_PER_CHANNEL.name} only, not {scheme.name}")
     import onnx
 
-    from .onnx_nbits import gemm_to_matmul
     from .onnx_per_token import quantize_per_token
 
     prepared = prepare_file(src, dst)

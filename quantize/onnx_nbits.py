@@ -17,55 +17,12 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from .onnx_dynamic import OnnxQuantStats, count_ops, drop_unread_initializers, graphs, prepare_file, unique_namer
+from .onnx_dynamic import OnnxQuantStats, prepare_file
+from .onnx_graph import count_ops, drop_unread_initializers, gemm_to_matmul, graphs, unique_namer
 from .schemes import INT4_KERNELS
 
 IDS_INPUT = "input_ids"  # the word-embedding lookup is the Gather of these ids, whatever its table is named
 MAX_GROUP_MULTIPLE = 18  # 7 * 18 = 126: a 4-bit code times its group's multiple stays an int8 code
-
-
-def gemm_to_matmul(model) -> int:
-    """Rewrite every ``Gemm`` (alpha = beta = 1, A not transposed) whose weight is an initializer of
-    its own graph as ``MatMul`` on the [in, out] weight, plus ``Add`` of the bias, in place.
-
-    Returns:
-        How many nodes were rewritten.
-    """
-    import numpy as np
-    from onnx import helper, numpy_helper
-
-    rewritten = 0
-    for graph, _ in graphs(model.graph):
-        inits = {i.name: i for i in graph.initializer}
-        nodes, before = [], rewritten
-        for node in graph.node:
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            if (
-                node.op_type != "Gemm"
-                or node.input[1] not in inits
-                or attrs.get("transA", 0)
-                or attrs.get("alpha", 1.0) != 1.0
-                or attrs.get("beta", 1.0) != 1.0
-            ):
-                nodes.append(node)
-                continue
-            weight = numpy_helper.to_array(inits[node.input[1]])
-            if attrs.get("transB", 0):
-                weight = weight.T
-            name = f"{node.input[1]}.in_out"
-            graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(weight), name))
-            bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
-            product = f"{node.output[0]}.matmul" if bias else node.output[0]
-            nodes.append(helper.make_node("MatMul", [node.input[0], name], [product], name=f"{node.name}.matmul"))
-            if bias:
-                nodes.append(helper.make_node("Add", [product, bias], [node.output[0]], name=f"{node.name}.bias"))
-            rewritten += 1
-        if rewritten != before:
-            del graph.node[:]
-            graph.node.extend(nodes)
-    if rewritten:
-        drop_unread_initializers(model)  # the Gemms' own [out, in] weights
-    return rewritten
 
 
 def padded_widths(model, group_size: int) -> list[int]:

@@ -56,7 +56,7 @@ def quantize_per_token(
     """
     from onnx import TensorProto, helper
 
-    from .onnx_dynamic import drop_unread_initializers, graphs, unique_namer
+    from .onnx_graph import drop_unread_initializers, graphs, unique_namer
 
     codes = dict(codes or {})
     main = model.graph

@@ -1,4 +1,4 @@
-"""Test helpers: an export's artifact copied with the strings it carries replaced (a crafted embedded block), its
+"""Test helpers: an export's artifact copied with the strings it carries replaced (a crafted bundle), its
 identity stamped again so that only the block is what a reader can object to."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from mobile_export import backends
-from mobile_export.assets.embedded import ASSETS_KEY, IDENTITY_KEY
+from mobile_export.assets.bundle import ASSETS_KEY, IDENTITY_KEY
 from mobile_export.assets.identity import MARKER, PLACEHOLDER, stamp
 
 
@@ -54,7 +54,7 @@ def copy_alone(src: Path, folder: Path) -> Path:
 def restamp(path: Path) -> Path:
     """An artifact a test changed after export (drifted weights, a tampered graph) with its identity computed
     again: consistent with itself, as a faulty export would be, so that only parity's gate can object to it."""
-    value = backends.load(backends.for_path(path)).embedded(path)[IDENTITY_KEY]
+    value = backends.load(backends.for_path(path)).bundled(path)[IDENTITY_KEY]
     data = path.read_bytes()
     at = data.index(value.encode()) + len(MARKER)
     path.write_bytes(data[:at] + PLACEHOLDER[len(MARKER) :].encode() + data[at + len(value) - len(MARKER) :])
@@ -63,7 +63,7 @@ def restamp(path: Path) -> Path:
 
 
 def without_strings(path: Path) -> Path:
-    """The .onnx at ``path`` (one file) without the strings an export embeds: a file another tool wrote."""
+    """The .onnx at ``path`` (one file) without the strings an export bundles: a file another tool wrote."""
     import onnx
 
     model = onnx.load(str(path))

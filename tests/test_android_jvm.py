@@ -56,7 +56,7 @@ def _python_ort(pythonpath: str | None, model, feeds_path, out) -> dict:
 def _refused_on_the_jvm(classpath: str, good, data, tmp_path) -> None:
     """JvmOrtCheck (the library's TextModel.open) on a lone .onnx whose data file changed after export, and on one
     whose block is not base64: a non-zero exit naming the problem, before anything is classified."""
-    from mobile_export.assets.embedded import ASSETS_KEY
+    from mobile_export.assets.bundle import ASSETS_KEY
 
     changed = copy_alone(good, tmp_path / "changed")
     weights = bytearray(changed.with_name("model.onnx.data").read_bytes())
@@ -64,7 +64,7 @@ def _refused_on_the_jvm(classpath: str, good, data, tmp_path) -> None:
     changed.with_name("model.onnx.data").write_bytes(bytes(weights))
     (tmp_path / "broken").mkdir()
     broken = with_strings(good, tmp_path / "broken" / "model.onnx", {ASSETS_KEY: "not base64!"})
-    for path, words in ((changed, "changed or corrupted after export"), (broken, "broken embedded block (not base64)")):
+    for path, words in ((changed, "changed or corrupted after export"), (broken, "broken bundle (not base64)")):
         proc = subprocess.run(["java", "-cp", classpath, "org.mobileexport.demo.JvmOrtCheck", str(path), str(data),
                                str(tmp_path / "refused.tsv")], capture_output=True, text=True, timeout=600)
         assert proc.returncode != 0 and words in proc.stderr and "model.onnx" in proc.stderr, proc.stderr[-1500:]

@@ -64,7 +64,7 @@ def _metadata_buffer_index_at(data: bytes) -> int:
 
 
 def _cut_in_assets(data: bytes) -> bytes:
-    """The file cut in the middle of the embedded assets' bytes (what the app reads first)."""
+    """The file cut in the middle of the bundled assets' bytes (what the app reads first)."""
     assets = flatbuffer.stored_entries(data, "good")["mobile_export_assets"]
     return data[: data.find(assets) + len(assets) // 2]
 

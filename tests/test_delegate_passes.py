@@ -110,7 +110,7 @@ def test_an_encoder_export_writes_the_same_pte_as_executorchs_own_passes(tiny_ch
     re-run write (``decompositions``, the other gate of the lowering; BENCHMARKS.md has the other families,
     precisions and entries compared the same way)."""
     ckpt = tiny_checkpoint("text-classification")
-    options = ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8, measure_memory=False, embed=False)
+    options = ExportOptions(backends=(Backend.EXECUTORCH,), quant=Quant.INT8, measure_memory=False, bundle=False)
     gated = (export(ckpt, tmp_path / "gated", options).out / "model.pte").read_bytes()
     monkeypatch.setattr(lowering, "only_passes_that_can_act", contextlib.nullcontext)
     monkeypatch.setattr(lowering, "only_decompositions_that_can_act", contextlib.nullcontext)

@@ -55,7 +55,7 @@ def test_a_sentence_encoder_gives_transformers_vectors(tiny_checkpoint, shared_e
             mask = enc["attention_mask"][0, :, None].float()
             want = (hidden * mask).sum(0) / mask.sum()
             want = (want / want.norm()).numpy()
-            got = predictor.embed(text).vector.reshape(-1)
+            got = predictor.encode(text).vector.reshape(-1)
             cosine = float(np.dot(got, want) / (np.linalg.norm(got) * np.linalg.norm(want)))
             assert cosine >= 0.99, (backend, text, cosine)
 

@@ -120,7 +120,7 @@ def test_mean_pooling_normalized_equals_transformers(exported, backend):
             hidden = model(**enc).last_hidden_state[0].numpy()
         expected = hidden.mean(axis=0)
         expected = expected / np.linalg.norm(expected)
-        got = predictor.embed(text)
+        got = predictor.encode(text)
         assert got.shape == expected.shape
         np.testing.assert_allclose(got.vector, expected, atol=1e-4)
         assert np.linalg.norm(got.vector) == pytest.approx(1.0, abs=1e-5)
@@ -143,7 +143,7 @@ def test_cls_pooling_int8_and_its_gate_both_ways(exported, tmp_path, capsys):
     with torch.no_grad():
         cls = model(**enc).last_hidden_state[0, 0].numpy()
     for backend in BOTH:
-        got = load(out, backend=backend).embed(ENGLISH[0]).vector
+        got = load(out, backend=backend).encode(ENGLISH[0]).vector
         cos = float(got @ cls / np.linalg.norm(got) / np.linalg.norm(cls))
         assert cos > 0.99
     # a .onnx whose pooled vector comes out scaled in one half and negated in the other fails the cosine gate

@@ -17,7 +17,7 @@ from mobile_export import Backend, ExportOptions, Quant, Thresholds, export
 from mobile_export.backends import detect_quant
 from mobile_export.cli.main import main
 from mobile_export.core.thresholds import INT4_MIN_SQNR_DB
-from quantize.onnx_dynamic import count_ops
+from quantize.onnx_graph import count_ops
 
 # make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)
 pytestmark = pytest.mark.full

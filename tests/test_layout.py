@@ -21,9 +21,10 @@ PACKAGE = ROOT / "mobile_export"
 FACADE = {"mobile_export", "mobile_export.__main__"}  # the public names and the console entry: above all
 
 
-def _modules() -> dict[str, Path]:
+def _modules(package: Path | None = None) -> dict[str, Path]:
+    """Every module of ``package`` (default: ``mobile_export/``) by its dotted name."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted((package or PACKAGE).rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -55,8 +56,8 @@ def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return edges
 
 
-def _graph() -> dict[str, set[str]]:
-    known = _modules()
+def _graph(package: Path | None = None) -> dict[str, set[str]]:
+    known = _modules(package)
     return {name: _imports(name, path, known) for name, path in known.items()}
 
 
@@ -71,13 +72,15 @@ def _readme_order() -> list[str]:
     return re.findall(r"^\| `(\w+)/` \|", section, flags=re.M)
 
 
-def test_no_module_imports_in_a_cycle():
-    """Module level: the import graph (inside functions too) is a DAG."""
+@pytest.mark.parametrize("package", ["mobile_export", "quantize"])
+def test_no_module_imports_in_a_cycle(package):
+    """Module level: the import graph (inside functions too) of ``mobile_export/`` and of ``quantize/`` is a DAG."""
+    folder = ROOT / package
     try:
-        order = list(TopologicalSorter(_graph()).static_order())
+        order = list(TopologicalSorter(_graph(folder)).static_order())
     except CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
-    assert len(order) == len(_modules())
+    assert len(order) == len(_modules(folder))
 
 
 def test_every_module_lives_in_a_subpackage():
@@ -144,9 +147,9 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path):
     (tmp_path / "README.md").write_text("## Where things are\n\n| `model/` | m |\n| `core/` | c |\n")
     with _planted(tmp_path):
         with pytest.raises(pytest.fail.Exception, match="import cycle"):
-            test_no_module_imports_in_a_cycle()
+            test_no_module_imports_in_a_cycle("mobile_export")
         (fake / "core/b.py").write_text("x = 1\n")
-        test_no_module_imports_in_a_cycle()
+        test_no_module_imports_in_a_cycle("mobile_export")
         with pytest.raises(AssertionError, match="upward"):
             test_subpackages_import_only_downward_in_the_readme_order()
         (tmp_path / "README.md").write_text("## Where things are\n\n| `core/` | c |\n| `model/` | m |\n")
@@ -213,3 +216,118 @@ def test_every_public_name_says_what_it_is():
     assert missing == []
     assert {"export", "parity_check", "size_report", "write_tokenizer", "load", "Predictor", "LoadedModel",
             "Classification", "MobileExportError", "ExitCode"} <= set(mobile_export.__all__)
+
+
+def _trees(*packages: str) -> Iterator[tuple[str, Path, ast.Module]]:
+    """(dotted module name, path, parsed tree) of every module of ``packages`` under ``ROOT``."""
+    for package in packages:
+        for name, path in _modules(ROOT / package).items():
+            yield name, path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _classes_defined_twice() -> dict[str, list[str]]:
+    """Class names defined in more than one place of ``mobile_export/`` and ``quantize/``, with where."""
+    where: dict[str, list[str]] = {}
+    for name, _, tree in _trees("mobile_export", "quantize"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(name)
+    return {k: v for k, v in where.items() if len(v) > 1}
+
+
+def test_no_class_name_is_defined_twice():
+    """One name, one class: a reader (and a traceback) never has to ask which ``Runner`` is meant."""
+    assert _classes_defined_twice() == {}
+
+
+def _unit_of(module: str) -> str:
+    """The package a private name stays inside: a format's own package (``mobile_export.backends.qnn``), else the
+    subpackage (``mobile_export.parity``), else the top package (``quantize``)."""
+    parts = module.split(".")
+    depth = 3 if parts[:2] == ["mobile_export", "backends"] and len(parts) > 3 else 2
+    return ".".join(parts[:depth])
+
+
+def _private_imports() -> list[str]:
+    """``from X import _name`` (or of a ``_module``) where X is the project's and lies in another package."""
+    found = []
+    for name, path, tree in _trees("mobile_export", "quantize"):
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            if module.split(".")[0] not in ("mobile_export", "quantize"):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") or any(p.startswith("_") for p in module.split(".")[1:])
+                if private and _unit_of(module + "." + alias.name) != _unit_of(name):
+                    found.append(f"{name} imports {module}.{alias.name}")
+    return found
+
+
+def test_no_private_name_is_imported_across_packages():
+    """A ``_name`` is its package's own: another package that needs it gets a public name."""
+    assert _private_imports() == []
+
+
+def _format_named_outside_backends() -> list[str]:
+    """Modules outside ``backends/`` that name a format: ``Backend.<NAME>``, or a format's file suffix in a string
+    that is not a docstring (help, messages, file names: each must come from the registry)."""
+    from mobile_export import backends
+
+    suffixes = {info.suffix for info in backends.BACKENDS.values()} | {
+        Path(info.file_name).suffix for info in backends.BACKENDS.values()}
+    pattern = re.compile(r"(" + "|".join(re.escape(s) for s in sorted(suffixes, key=len, reverse=True))
+                         + r")(?![\w.])")
+    found = []
+    for name, _, tree in _trees("mobile_export"):
+        if name == "mobile_export.backends" or name.startswith("mobile_export.backends."):
+            continue
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Backend" \
+                    and node.attr.isupper():
+                found.append(f"{name}:{node.lineno} Backend.{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and pattern.search(node.value):
+                found.append(f"{name}:{node.lineno} {pattern.search(node.value).group(0)!r}")
+    return found
+
+
+def test_no_format_is_named_outside_backends():
+    """A new format touches its package and its registry entry only: nothing outside ``backends/`` branches on a
+    format (``Backend.<NAME>``) or spells its file suffix; they ask the registry (``BackendInfo``, capabilities)."""
+    assert _format_named_outside_backends() == []
+
+
+def test_the_structure_checks_catch_what_they_look_for(tmp_path):
+    """Each check above fails on a planted case and passes once it is fixed: a class defined twice, a private name
+    imported across packages, a format named outside ``backends/`` (a branch and a suffix), a ``quantize`` cycle."""
+    (tmp_path / "README.md").write_text("")
+    fake = _plant(tmp_path, {
+        "backends/__init__.py": "class Backend:\n    QNN = 'qnn'\n",
+        "backends/npu/__init__.py": "def _helper():\n    pass\nclass Runner:\n    pass\n",
+        "parity/run.py": "from ..backends.npu import _helper\nclass Runner:\n    pass\n",
+        "measure/size.py": '"""Docstrings may say .onnx."""\nfrom ..backends import Backend\n'
+                           "X = Backend.QNN\nNAME = 'model.onnx'\n",
+    })
+    (tmp_path / "quantize").mkdir()
+    (tmp_path / "quantize" / "__init__.py").write_text("")
+    (tmp_path / "quantize" / "a.py").write_text("from . import b\n")
+    (tmp_path / "quantize" / "b.py").write_text("def f():\n    from .a import x\n")
+    with _planted(tmp_path):
+        assert _classes_defined_twice() == {"Runner": ["mobile_export.backends.npu", "mobile_export.parity.run"]}
+        assert _private_imports() == ["mobile_export.parity.run imports mobile_export.backends.npu._helper"]
+        assert [f.split(" ", 1)[1] for f in _format_named_outside_backends()] == ["Backend.QNN", "'.onnx'"]
+        with pytest.raises(pytest.fail.Exception, match="import cycle"):
+            test_no_module_imports_in_a_cycle("quantize")
+        (fake / "parity/run.py").write_text("from ..backends import npu\n")
+        (fake / "measure/size.py").write_text('"""Docstrings may say .onnx."""\nfrom .. import backends\n')
+        (tmp_path / "quantize" / "b.py").write_text("X = 1\n")
+        assert _classes_defined_twice() == {} and _private_imports() == []
+        assert _format_named_outside_backends() == []
+        test_no_module_imports_in_a_cycle("quantize")

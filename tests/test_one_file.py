@@ -15,7 +15,7 @@ import pytest
 
 from blocks import copy_alone, with_strings
 from mobile_export import Backend, ExportOptions, Quant, load
-from mobile_export.assets.embedded import ASSETS_KEY, CARD, IDENTITY_KEY, pack, unpack
+from mobile_export.assets.bundle import ASSETS_KEY, CARD, IDENTITY_KEY, pack, unpack
 from mobile_export.backends import executorch as et
 from mobile_export.backends import onnx as ox
 from mobile_export.cli.main import main
@@ -29,11 +29,11 @@ FORMATS = {"model.pte": et, "model.onnx": ox}
 
 @pytest.fixture(scope="module")
 def tiny(tiny_checkpoint, shared_export):
-    """A tiny classifier exported with and without its assets embedded (the same lowering: cached)."""
+    """A tiny classifier exported with and without its assets bundled (the same lowering: cached)."""
     ckpt = tiny_checkpoint("text-classification", "wordpiece")
     options = ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX), quant=Quant.INT8, measure_memory=False)
     embedded = shared_export(ckpt, options).out
-    plain = shared_export(ckpt, ExportOptions(**{**options.__dict__, "embed": False})).out
+    plain = shared_export(ckpt, ExportOptions(**{**options.__dict__, "bundle": False})).out
     return ckpt, embedded, plain
 
 
@@ -77,7 +77,7 @@ def test_demo_file_alone_gives_the_folders_labels_and_scores(demo_int8, tmp_path
 
 
 def _carried(path):
-    from mobile_export.assets.embedded import carried
+    from mobile_export.assets.bundle import carried
 
     found = carried(path, str(path))
     assert found is not None
@@ -90,33 +90,33 @@ def test_demo_files_grow_by_less_than_the_assets_they_replace(demo_int8):
     assets = sum(p.stat().st_size for p in (out / "tokenizer").iterdir()) + (out / "labels.json").stat().st_size
     report = json.loads((out / "report.json").read_text())
     for a in report["artifacts"]:
-        carried = a["stats"]["embedded"]
+        carried = a["stats"]["bundle"]
         assert carried["assets_bytes"] == assets
         assert carried["block_bytes"] < assets
         size = a["size"]
-        assert carried["block_bytes"] < size["embedded_bytes"] < assets  # the block, the identity
+        assert carried["block_bytes"] < size["bundle_bytes"] < assets  # the block, the identity
         assert sum(size["groups"].values()) + size["overhead_bytes"] == size["bytes"]
 
 
 def test_plain_export_is_the_same_weights_with_nothing_carried(tiny, tmp_path, capsys):
-    """--no-embed: the artifacts carry nothing, their weights are the same bytes, and the embedded ones grew by less
+    """--no-bundle: the artifacts carry nothing, their weights are the same bytes, and the bundled ones grew by less
     than the tokenizer and labels they carry."""
     from mobile_export.measure.size import artifact_blobs
 
     _, embedded, plain = tiny
     assets = sum(p.stat().st_size for p in (embedded / "tokenizer").iterdir()) + (embedded / "labels.json").stat().st_size
     for name, fmt in FORMATS.items():
-        assert set(fmt.embedded(plain / name)) & {ASSETS_KEY, IDENTITY_KEY} == set()
-        assert {ASSETS_KEY, IDENTITY_KEY} <= set(fmt.embedded(embedded / name))
+        assert set(fmt.bundled(plain / name)) & {ASSETS_KEY, IDENTITY_KEY} == set()
+        assert {ASSETS_KEY, IDENTITY_KEY} <= set(fmt.bundled(embedded / name))
         assert sorted(artifact_blobs(plain / name)[0]) == sorted(artifact_blobs(embedded / name)[0])
         grown = (embedded / name).stat().st_size - (plain / name).stat().st_size
         assert 0 < grown < assets, (name, grown, assets)
         alone = copy_alone(plain / name, tmp_path / name)
         code = main(["run", str(alone), "hello"])
         err = capsys.readouterr().err
-        assert code == 2 and "carries no embedded assets" in err and "Traceback" not in err, err
+        assert code == 2 and "carries no bundled assets" in err and "Traceback" not in err, err
     manifest = json.loads((plain / "manifest.json").read_text())
-    assert json.loads((plain / "report.json").read_text())["options"]["embedded"] is False
+    assert json.loads((plain / "report.json").read_text())["options"]["bundle"] is False
     assert {f["path"] for f in manifest["files"]} >= {"model.pte", "model.onnx", "tokenizer/tokenizer.json"}
 
 
@@ -129,7 +129,7 @@ def test_parity_and_size_of_a_lone_file(tiny, tmp_path, capsys):
         size = json.loads(capsys.readouterr().out)[0]
         folder_size = next(a["size"] for a in report["artifacts"] if a["file"] == name)
         assert size["groups"] == folder_size["groups"] and size["sharing_preserved"] is True  # the card's model
-        assert size["embedded_bytes"] == folder_size["embedded_bytes"] > 0
+        assert size["bundle_bytes"] == folder_size["bundle_bytes"] > 0
         assert main(["parity", str(ckpt), str(alone), "--quiet"]) == 0, capsys.readouterr().err[-1500:]
         capsys.readouterr()
 
@@ -218,7 +218,7 @@ def test_broken_embedded_block_is_one_line(tiny, tmp_path, case, name, capsys):
 
 
 def test_block_limits_are_checked_before_inflating(monkeypatch):
-    from mobile_export.assets import embedded as block
+    from mobile_export.assets import bundle as block
 
     text = pack({CARD: b"{}", "tokenizer/vocab.txt": b"x" * 5000})
     assert set(unpack(text, "f")) == {CARD, "tokenizer/vocab.txt"}  # within the limits: read

@@ -58,7 +58,7 @@ def test_half_quantized_onnx_fails_with_exit_3(exported, tmp_path, capsys):
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     ckpt, arts = exported
     fp32 = onnx.load(str(arts[Quant.FP32]))  # with its external data

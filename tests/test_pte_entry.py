@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mobile_export import Backend, BadInputError, ExportOptions, Quant, export, load
-from mobile_export.assets.embedded import ASSETS_KEY, IDENTITY_KEY
+from mobile_export.assets.bundle import ASSETS_KEY, IDENTITY_KEY
 from mobile_export.backends import executorch as et
 from mobile_export.model.reference import tokenize
 from mobile_export.parity.texts import CHINESE, ENGLISH

@@ -216,7 +216,7 @@ def test_soc_writes_a_precompiled_file_per_soc_equal_to_the_qdq_model_there(tiny
     """--soc: one EPContext file per SoC beside the QDQ model, carrying its assets and its own identity, listed in
     the manifest with that SoC's provider options, giving the QDQ model's outputs on that SoC's simulator."""
     from mobile_export import load
-    from mobile_export.assets.embedded import carried
+    from mobile_export.assets.bundle import carried
     from mobile_export.backends.qnn.socs import SOCS
 
     _, result = _export(tiny_checkpoint, shared_export)
@@ -642,7 +642,7 @@ def test_npu_lengths_one_file_one_set_of_weights_a_graph_per_length(tiny_checkpo
 
     stored16 = onnx.GraphProto.FromString(zlib.decompress(base64.b64decode(stored["16"])))
     # size gives the short graph a line of its own, and a one-length file none
-    embedded = backends.load(Backend.QNN).embedded
+    embedded = backends.load(Backend.QNN).bundled
     assert backends.length_graphs(path, embedded(path)) == {16: len(stored["16"])}
     assert backends.length_graphs(one16.out / "model.qnn.onnx", embedded(one16.out / "model.qnn.onnx")) == {}
     capsys.readouterr()

@@ -18,7 +18,7 @@ def test_albert_base_shape_int8_both_backends(tiny_checkpoint, tmp_path):
     result = export(ckpt, tmp_path / "out", ExportOptions(quant=Quant.INT8, max_seq_len=512))
     # the model's bytes: the file without the tokenizer, labels and card it carries (the app ships those anyway,
     # beside the model or inside it; the block is smaller than the folder's copies, tests/test_one_file.py)
-    carried = {a["backend"]: a["size"]["embedded_bytes"] for a in result.report["artifacts"]}
+    carried = {a["backend"]: a["size"]["bundle_bytes"] for a in result.report["artifacts"]}
     assert all(0 < v < 1_000_000 for v in carried.values()), carried
     sizes = {a.backend: a.bytes - carried[a.backend.value] for a in result.artifacts}
     for a in result.artifacts:  # shown with -s; recorded in the closing notes / BENCHMARKS.md

@@ -184,7 +184,7 @@ def test_report_size_table_says_what_size_says_and_merges_an_exact_emulation(onn
     size = next(a["size"] for a in report["artifacts"] if a["file"] == "model.onnx")
     code, out, _ = _run(["size", str(onnx_export / "model.onnx"), "--no-memory"], capsys)
     assert code == 0
-    overhead = size["overhead_bytes"] - size["other_constants_bytes"] - size["embedded_bytes"]
+    overhead = size["overhead_bytes"] - size["other_constants_bytes"] - size["bundle_bytes"]
     assert f"{'format overhead':<26}{overhead:>14,} B" in out, out
     assert f"| format overhead | {overhead:,} |" in md and f"| other constants | {size['other_constants_bytes']:,} |" in md
     emulated = DepthSeries("ONNX Runtime (per tensor), emulated", False, (30.0, 29.0))

@@ -152,7 +152,7 @@ def test_feature_extraction_equals_pipeline(exported, backend):
     predictor = load(out, backend=backend)
     for text in TEXTS[:4]:
         expected = np.asarray(pipe(text))[0]
-        got = predictor.embed(text)
+        got = predictor.encode(text)
         assert got.shape == expected.shape
         np.testing.assert_allclose(got.vector, expected, atol=1e-4)
 

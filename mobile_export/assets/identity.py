@@ -2,7 +2,7 @@
 
 The export writes the value as zeros, hashes the artifact's files (the main file, then its data files), and
 writes the digest over the zeros: the same length, so nothing else moves. Checking it reverses that: the
-value's digits are read as zeros again and the files re-hashed. Everything else is covered, the embedded
+value's digits are read as zeros again and the files re-hashed. Everything else is covered, the bundled
 assets included. Both passes stream, so memory does not grow with the file.
 """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import Field, dataclass, fields
 from enum import Enum
 from pathlib import Path
@@ -69,7 +70,7 @@ class BackendInfo:
     data_files: tuple[str, ...] = ()  # written beside file_name (the .onnx's external weights)
     optional_files: tuple[str, ...] = ()  # what an option adds beside it (the NPU file precompiled per --soc)
     int4_group_multiple: int = 1  # 4-bit weights: the group sizes it takes are multiples of this
-    embeds: bool = True  # carries the export's assets inside itself (``exporter.embedding``)
+    bundles: bool = True  # carries the export's assets inside itself (``exporter.bundling``)
     # converted from that format's artifact of the same plan (its package's ``convert``) when the export has one
     converted_from: Backend | None = None
     calibrated: bool = False  # statically quantized: its lowering calibrates on text (``Plan.calibration``)
@@ -89,6 +90,7 @@ class BackendInfo:
     packages: tuple[str, ...] = ()
     # what its ``Runner`` is given where an app's path is measured (``bench``): the app's load settings
     app_runner_options: tuple[tuple[str, Any], ...] = ()
+    default: bool = False  # written by an export that names no --backend
     layout: WeightLayout = WeightLayout()  # how it stores a quantized matrix (the size breakdown's expectation)
 
     @property
@@ -124,6 +126,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         int8_mode="XNNPACK dynamic int8 (qd8 x qc8w), kernels chosen by XNNPACK from the CPU's features",
         int4_group_multiple=XNNPACK_GROUP_MULTIPLE,
         packages=("torch", "torchao"),
+        default=True,
         app_runner_options=(("verification", "minimal"),),  # what ExecuTorch's Android Module loads with
         layout=WeightLayout(
             int4_scale_bytes=2, int4_column_extras=False, int4_table_tiled=True, int8_column_sums=False
@@ -145,6 +148,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         data_files=("model.onnx.data",),
         capabilities=frozenset({Capability.HOST_PRECISION}),
         packages=("onnx", "onnxscript"),
+        default=True,
     ),
     Backend.ORT: BackendInfo(
         backend=Backend.ORT,
@@ -160,7 +164,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         "no x86-only layouts); opt-in with --backend ort",
         granularity="token",
         int8_mode=None,
-        embeds=False,  # converted from the .onnx before the export embeds its assets
+        bundles=False,  # converted from the .onnx before the export bundles its assets
         converted_from=Backend.ONNX,
         capabilities=frozenset({Capability.HOST_PRECISION}),
         packages=("onnx",),
@@ -219,6 +223,16 @@ BACKENDS: dict[Backend, BackendInfo] = {
 def get_info(backend: Backend) -> BackendInfo:
     """The registry entry of ``backend``."""
     return BACKENDS[backend]
+
+
+def default_backends() -> tuple[Backend, ...]:
+    """The formats an export writes when it names none (``--backend``)."""
+    return tuple(b for b, info in BACKENDS.items() if info.default)
+
+
+def suffixes_where(predicate: Callable[[BackendInfo], bool]) -> str:
+    """The suffixes of the formats ``predicate`` holds for (``.pte / .onnx``): for messages and help."""
+    return " / ".join(info.suffix for info in BACKENDS.values() if predicate(info))
 
 
 def options_type(backend: Backend) -> type:
@@ -347,7 +361,7 @@ def sequence_length(backend: Backend, stats: dict[str, Any]) -> int | None:
 
 
 def length_graphs(path: Path, strings: dict[str, str]) -> dict[int, int]:
-    """The bytes a fixed-length file stores for each other length it runs, by length, from its embedded ``strings``
+    """The bytes a fixed-length file stores for each other length it runs, by length, from the ``strings`` it carries
     (the file is not read again); empty for any other file (``FixedLength.length_graphs``)."""
     fmt = cast(FixedLength | None, capable(for_path(path), Capability.FIXED_LENGTH))
     return fmt.length_graphs(strings, path.name) if fmt is not None else {}

@@ -111,7 +111,7 @@ class ArtifactStats(ExportStats, total=False):
     parity_texts_per_second: float | None
     dynamic_batch: bool
     shape_notes: str
-    embedded: dict[str, Any]  # the block the artifact carries: its bytes, the assets' bytes, its identity
+    bundle: dict[str, Any]  # the block the artifact carries: its bytes, the assets' bytes, its identity
     simulated: dict[str, Any]  # a simulated runtime's check: the simulator, the texts it ran and how they were chosen
 
 
@@ -257,11 +257,11 @@ class Format(Protocol):
         are not a loop the runtime exposes."""
         ...
 
-    def embed(self, path: Path, values: dict[str, str]) -> None:
+    def bundle(self, path: Path, values: dict[str, str]) -> None:
         """Rewrite the artifact at ``path`` to carry ``values`` (name -> string) where its runtime's API reads them."""
         ...
 
-    def embedded(self, path: Path) -> dict[str, str]:
+    def bundled(self, path: Path) -> dict[str, str]:
         """The strings the artifact carries (name -> string; empty when none)."""
         ...
 
@@ -280,8 +280,8 @@ CONTRACT = (
     "check",
     "usage",
     "depth_runner",
-    "embed",
-    "embedded",
+    "bundle",
+    "bundled",
 )
 
 
@@ -358,7 +358,7 @@ class FixedLength(Protocol):
 
     def length_graphs(self, strings: dict[str, str], shown: str) -> dict[int, int]:
         """The bytes a file stores for each other length it runs (a graph per length over the same weights), by
-        length, read from its embedded strings (``embedded``; ``shown`` names it in an error); empty for a file of
+        length, read from the strings it carries (``bundled``; ``shown`` names it in an error); empty for a file of
         one length."""
         ...
 

@@ -122,11 +122,11 @@ def _cmd_export(args) -> int:
     options = _options(
         ExportOptions,
         args,
-        backends=tuple(Backend(b) for b in args.backend) if args.backend else ExportOptions.backends,
+        backends=tuple(Backend(b) for b in args.backend) if args.backend else backends.default_backends(),
         quant=quant,
         thresholds=_thresholds(args, quant),
         measure_memory=not args.no_memory,
-        embed=not args.no_embed,
+        bundle=not args.no_bundle,
         quantize_embeddings=not args.keep_fp32_embeddings,
         int4_group_size=args.group_size,
         repair=Repair(args.repair),

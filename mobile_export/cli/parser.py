@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import backends
 from ..core.choices import DEFAULT_TOP_K
 from ..core.errors import ExitCode
 
@@ -33,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Every command with its options (each command's own in one function below)."""
     parser = Parser(
         prog="mobile-export",
-        description="ALBERT checkpoints to verified int8 ExecuTorch and ONNX artifacts.",
+        description="ALBERT checkpoints and the encoders beside them to phone formats (ExecuTorch, ONNX Runtime, the "
+        "NPU through ONNX Runtime's QNN provider, LiteRT), each checked in its own runtime.",
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -56,12 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
 
-    _export_args(command("export", "export a checkpoint to .pte and .onnx, verified in their runtimes"))
+    _export_args(command("export", "export a checkpoint to phone formats, each verified in its own runtime"))
     tk = command("tokenizer", "write just the tokenizer assets an app needs", 0, 1, 2)
     tk.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
     tk.add_argument("--out", required=True, help="folder to write the tokenizer assets into")
     tk.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
-    pa = command("parity", "check existing .pte/.onnx/.ort files against the fp32 PyTorch reference", 0, 1, 2, 3)
+    pa = command("parity", "check existing artifacts in their runtimes against the fp32 PyTorch reference", 0, 1, 2, 3)
     _parity_args(pa)
     rp = command("report", "rewrite report.md and report.html from DIR/report.json", 0, 1, 2)
     rp.add_argument("folder", help="an export or parity output folder")
@@ -75,7 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _export_args(ex: argparse.ArgumentParser) -> None:
-    from .. import backends
     from ..backends.flags import argparse_kwargs, flag_name
     from ..core.choices import (
         DEFAULT_INT4_GROUP_SIZE,
@@ -90,7 +91,9 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("checkpoint", help="Hugging Face checkpoint folder or hub id")
     ex.add_argument("--out", required=True, help="output folder (absent or empty unless --overwrite)")
     ex.add_argument("--task", help=f"one of: {', '.join(supported_tasks())} (default: from config.architectures)")
-    _backend_arg(ex, "repeat for several (default: executorch and onnx; ort on request)", repeat=True)
+    _backend_arg(
+        ex, f"repeat for several (default: {' and '.join(b.value for b in backends.default_backends())})", repeat=True
+    )
     ex.add_argument("--quant", default=Quant.INT8.value, choices=[q.value for q in Quant], help="default: int8")
     ex.add_argument("--max-seq-len", type=int, help="longest input (default: max_position_embeddings)")
     ex.add_argument(
@@ -149,11 +152,12 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
     )
     ex.add_argument("--no-memory", action="store_true", help="skip measuring each artifact's peak RSS")
     ex.add_argument(
-        "--no-embed",
+        "--no-bundle",
         action="store_true",
-        help="write plain artifacts: without the tokenizer, labels, golden examples and identity embedded in "
-        "each .pte / .onnx (the folder has them either way)",
+        help="write plain artifacts: without the tokenizer, labels, golden examples and identity bundled inside "
+        f"each {backends.suffixes_where(lambda i: i.bundles)} (the folder has them either way)",
     )
+    ex.add_argument("--no-embed", dest="no_bundle", action="store_true", help=argparse.SUPPRESS)  # its old name
     ex.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -174,7 +178,7 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
     from ..parity.arm64.cpus import DEFAULT_ARM64_CPUS
 
     pa.add_argument("checkpoint", help="the checkpoint the artifacts were exported from (folder or hub id)")
-    pa.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    pa.add_argument("artifacts", nargs="+", help=f"{backends.suffix_list()} files")
     pa.add_argument("--data", help="one text per line, optionally label<TAB>text (default: built-in real sentences)")
     pa.add_argument("--out", help="folder for report.json, report.md and report.html")
     pa.add_argument("--task", help="task of the checkpoint (default: from config.architectures)")
@@ -194,8 +198,10 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
         "--npu-sample",
         type=_per_bucket,
         metavar="N|all",
-        help="texts of each length bucket a .qnn.onnx runs on the HTP simulator, one simulator per core side "
-        "by side (default 8, about a second a text; all: every text, the default with --ray)",
+        help=f"texts of each length bucket a {backends.suffixes_where(lambda i: i.simulated)} runs on its simulator, "
+        "one simulator per core side by side (default: the format's sample, "
+        + ", ".join(f"{i.suffix} {i.parity_per_bucket}" for i in backends.BACKENDS.values() if i.parity_per_bucket)
+        + "; all: every text, the default with --ray)",
     )
     pa.add_argument(
         "--isa",
@@ -229,7 +235,7 @@ def _parity_args(pa: argparse.ArgumentParser) -> None:
 
 
 def _bench_args(bn: argparse.ArgumentParser) -> None:
-    bn.add_argument("artifacts", nargs="+", help=".pte, .onnx or .ort files")
+    bn.add_argument("artifacts", nargs="+", help=f"{backends.suffix_list()} files")
     bn.add_argument("--checkpoint", help="also measure this checkpoint in PyTorch fp32 eager (the reference)")
     bn.add_argument("--seq-lens", default="16,64,128", help="comma-separated sequence lengths (default 16,64,128)")
     bn.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
@@ -248,7 +254,9 @@ def _compare_args(cp: argparse.ArgumentParser) -> None:
 
 def _size_args(sz: argparse.ArgumentParser) -> None:
     sz.add_argument(
-        "artifacts", nargs="+", help=".pte / .onnx files (an export's report.json beside them gives the model)"
+        "artifacts",
+        nargs="+",
+        help=f"{backends.suffix_list()} files (an export's report.json beside them gives the model)",
     )
     sz.add_argument("--checkpoint", help="the source checkpoint, when there is no report.json beside the artifact")
     _quant_arg(sz, "how the artifact was quantized (default: from report.json, else int8)")
@@ -264,7 +272,9 @@ def _size_args(sz: argparse.ArgumentParser) -> None:
 
 def _run_args(rn: argparse.ArgumentParser) -> None:
     rn.add_argument(
-        "folder", help="the --out folder of mobile-export export, or one .pte / .onnx of it (it carries its assets)"
+        "folder",
+        help="the --out folder of mobile-export export, or one "
+        f"{backends.suffixes_where(lambda i: i.bundles)} of it (it carries its assets)",
     )
     rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
     _backend_arg(rn, "run only this artifact (default: every one listed)", repeat=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import backends
 from ..assets.labels import labels
-from ..assets.embedded import carried
+from ..assets.bundle import carried
 from ..assets.manifest import check_beside, recorded_head
 from ..backends.base import ArtifactStats
 from ..core.choices import Quant

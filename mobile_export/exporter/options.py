@@ -26,7 +26,8 @@ class ExportOptions:
     """What ``export`` should produce.
 
     Args:
-        backends: formats to write; both by default.
+        backends: formats to write; None given: the registry's defaults (``backends.default_backends``: the .pte and
+            the .onnx).
         quant: precision of the artifacts.
         task: optimum task name (``text-classification`` ...); None infers it from the config.
         max_seq_len: longest sequence the artifacts accept; None means max_position_embeddings.
@@ -38,7 +39,7 @@ class ExportOptions:
             the deflate-compressed size, as stores count downloads); over it the export fails with exit 4.
         measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
         embed: each .pte and .onnx carries the tokenizer assets, labels, golden examples and its own identity
-            (``exporter.embedding``), so that the file alone is enough to run it; False writes plain artifacts.
+            (``exporter.bundling``), so that the file alone is enough to run it; False writes plain artifacts.
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
         int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
@@ -58,7 +59,7 @@ class ExportOptions:
             [1, H] instead of the last hidden state; ``normalize`` L2-normalizes it.
     """
 
-    backends: tuple[Backend, ...] = (Backend.EXECUTORCH, Backend.ONNX)
+    backends: tuple[Backend, ...] = field(default_factory=backends.default_backends)
     quant: Quant = Quant.INT8
     task: str | None = None
     max_seq_len: int | None = None
@@ -67,7 +68,7 @@ class ExportOptions:
     data: str | None = None
     budget: str | None = None
     measure_memory: bool = True
-    embed: bool = True
+    bundle: bool = True
     quantize_embeddings: bool = True
     int4_group_size: int | None = None
     calibration: str | None = None

@@ -89,7 +89,7 @@ def options_record(run: ExportRun, replaced: list[str]) -> dict:
         "task": run.loaded.task.name,
         "max_seq_len": run.max_len,
         "int8_embeddings": replaced,
-        "embedded": options.embed,
+        "bundle": options.bundle,
         **int4,
         "format_options": {name: values for name, values in own.items() if values},
     }

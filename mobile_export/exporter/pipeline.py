@@ -1,5 +1,5 @@
 """The export, as a story: start (refuse what cannot work, load the checkpoint) -> lower each format -> check
-each artifact in its real runtime -> diagnose int8 -> repair what the gate refused -> the app's assets (embedded in each
+each artifact in its real runtime -> diagnose int8 -> repair what the gate refused -> the app's assets (bundled in each
 artifact too) and each artifact's size -> the report -> refuse, or publish every file at once.
 
 Each stage is a function of the run (``ExportRun``: checkpoint, options, staging folder, progress, what was
@@ -23,7 +23,7 @@ from ..reports.assembly import build_report
 from ..reports.records import kept_fp32
 from .check import check_lowered
 from .context import ExportRun
-from .embedding import embed_assets
+from .bundling import bundle_assets
 from .precompiled import precompile_all
 from . import lowering
 from .lowering import Lowered, export_module, plain_module
@@ -91,9 +91,9 @@ def export(
         repair_json = repaired.record.to_json() if repaired is not None else None
         kept = {r.file: kept_fp32(repair_json, r.file) for r in checked.results}
         recorded = options_record(run, replaced)
-        if run.options.embed:
-            embed_assets(run, checked, recorded, kept)
-        written += precompile_all(run, checked)  # from the embedded file: each carries the assets too
+        if run.options.bundle:
+            bundle_assets(run, checked, recorded, kept)
+        written += precompile_all(run, checked)  # from the bundled file: each carries the assets too
         sizes = measure_sizes(run, checked, bool(replaced), kept)
         report = build_report(
             "mobile-export",

@@ -39,7 +39,7 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
         devices = ", ".join(fmt.targets(options))
         with run.progress.step(f"precompiling {r.file} for {devices} (checked on each device's simulator)"):
             entries = fmt.precompile(run.staging / r.file, options, _feeds(checked.tally.golden, length))
-        carried = (r.stats.get("embedded") or {}).get("identity")
+        carried = (r.stats.get("bundle") or {}).get("identity")
         for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)
             if carried:
                 e["identity"] = restamp(run.staging / e["file"], carried)

@@ -197,7 +197,7 @@ def bench(
     ONNX Runtime artifact in this host's precision mode and, where the host also has the saturating
     u8s8 kernel, in that one too (row ``precision``)."""
     from .. import backends
-    from ..assets.embedded import carried
+    from ..assets.bundle import carried
     from ..backends import Backend
 
     targets = []

@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 
 from quantize.schemes import table_group_size
 
-from ..assets.embedded import ASSETS_KEY, IDENTITY_KEY
+from ..assets.bundle import ASSETS_KEY, IDENTITY_KEY
 from ..core.choices import Quant
 from ..backends.base import WeightLayout
 from ..core.figures import mib
@@ -156,7 +156,7 @@ class SizeEntry(TypedDict, total=False):
     groups: dict[str, int] | None  # bytes by part of the model; None without a model summary
     int4_group_size: int
     other_constants_bytes: int
-    embedded_bytes: int  # the strings the artifact carries (its assets block and identity)
+    bundle_bytes: int  # the strings the artifact carries (its assets block and identity)
     length_graphs: dict[str, int]  # bytes of the graph stored for each other length the file runs (``--npu-lengths``)
     delegate_graph_bytes: int
     extra_copies_bytes: dict[str, int]
@@ -189,13 +189,13 @@ def breakdown(
     for b in blobs:
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = fmt.memory_sharing(path)
-    strings = fmt.embedded(path)  # read once: the assets' bytes and the other lengths' graphs
+    strings = fmt.bundled(path)  # read once: the assets' bytes and the other lengths' graphs
     simulator = backends.get_info(backends.for_path(path)).simulator
     out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
         "deflate_bytes": len(zlib.compress(data, 6)),
-        "embedded_bytes": sum(len(v) for k, v in strings.items() if k in (ASSETS_KEY, IDENTITY_KEY)),
+        "bundle_bytes": sum(len(v) for k, v in strings.items() if k in (ASSETS_KEY, IDENTITY_KEY)),
         "length_graphs": {str(n): b for n, b in backends.length_graphs(path, strings).items()},
         "memory_sharing_preserved": ram_shared,
         "memory_sharing_verdict": ram_verdict,
@@ -374,12 +374,12 @@ def compiled_entry(path: Path, soc: str, context_bytes: int) -> SizeEntry:
 
 
 def format_overhead(e: SizeEntry | dict) -> int:
-    """Bytes of the artifact that are neither weights, other constants, its embedded assets nor other lengths'
+    """Bytes of the artifact that are neither weights, other constants, its bundled assets nor other lengths'
     graphs."""
     return (
         int(e.get("overhead_bytes", 0))
         - int(e.get("other_constants_bytes", 0))
-        - int(e.get("embedded_bytes", 0))
+        - int(e.get("bundle_bytes", 0))
         - sum(e.get("length_graphs", {}).values())
     )
 
@@ -405,8 +405,8 @@ def format_entry(e: SizeEntry) -> str:
         for g, v in groups.items():
             lines.append(f"  {g:<26}{v:>14,} B  {100 * v / e['bytes']:5.1f}%")
         lines.append(f"  {'other constants':<26}{e['other_constants_bytes']:>14,} B")
-        if e.get("embedded_bytes"):
-            lines.append(f"  {'embedded assets':<26}{e['embedded_bytes']:>14,} B  (tokenizer, labels, card, identity)")
+        if e.get("bundle_bytes"):
+            lines.append(f"  {'bundled assets':<26}{e['bundle_bytes']:>14,} B  (tokenizer, labels, card, identity)")
         if e.get("length_graphs"):
             lengths = ", ".join(e["length_graphs"])
             lines.append(

@@ -200,8 +200,8 @@ def _sections(report: ReportRecord) -> list[tuple[str, list[str], list[list[str]
         parts = list((sized[0][1].get("groups") or {}).keys())  # the family's parts (one model per report)
         rows = [[g] + [f"{(s.get('groups') or {}).get(g, 0):,}" for _, s in sized] for g in parts]
         rows.append(["other constants"] + [f"{s.get('other_constants_bytes', 0):,}" for _, s in sized])
-        if any(s.get("embedded_bytes") for _, s in sized):
-            rows.append(["embedded assets"] + [f"{s.get('embedded_bytes', 0):,}" for _, s in sized])
+        if any(s.get("bundle_bytes") for _, s in sized):
+            rows.append(["bundled assets"] + [f"{s.get('bundle_bytes', 0):,}" for _, s in sized])
         if any(s.get("length_graphs") for _, s in sized):
             graphs = [sum(s.get("length_graphs", {}).values()) for _, s in sized]
             rows.append(["graphs of other lengths"] + [f"{b:,}" for b in graphs])

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .. import backends
-from ..assets.embedded import carried
+from ..assets.bundle import carried
 from ..core.choices import Quant
 from ..core.errors import ArtifactLoadError, BadInputError
 from ..core.files import REPORT_JSON

@@ -1,5 +1,5 @@
 """An export opened for use without its checkpoint: manifest, checksums, labels, tokenizer; from its folder, or from
-one artifact that carries them (``export`` embeds them: ``assets.embedded``)."""
+one artifact that carries them (``export`` bundles them: ``assets.bundle``)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class ExportFolder:
     labels: tuple[str, ...]
     score_function: str  # softmax, sigmoid or none (text-classification)
     settings: dict[str, Any]  # tokenizer_settings.json
-    embedded: dict[str, bytes] | None = None  # one artifact's own assets (checked by its identity); None: a folder
+    bundle: dict[str, bytes] | None = None  # one artifact's own assets (checked by its identity); None: a folder
     single: Path | None = None  # that artifact
 
     def artifact(self, backend: Backend | None) -> ArtifactEntry:
@@ -73,11 +73,11 @@ class ExportFolder:
     def read(self, relative: str) -> bytes:
         """The bytes of an asset the export lists (``tokenizer/...``), checked: against the manifest in a folder,
         by the artifact's identity when it carries them."""
-        if self.embedded is None:
+        if self.bundle is None:
             return self.verified(relative).read_bytes()
-        if relative not in self.embedded:
+        if relative not in self.bundle:
             raise ArtifactLoadError(f"{self.single} carries no {relative}; export it again")
-        return self.embedded[relative]
+        return self.bundle[relative]
 
     def artifact_path(self, artifact: ArtifactEntry) -> Path:
         """The artifact's main file, every file of it checked against the manifest and its format."""
@@ -148,23 +148,23 @@ def open_export(source: str | Path) -> ExportFolder:
 
 def open_artifact_file(path: Path) -> ExportFolder:
     """One .pte / .onnx opened with the assets it carries, its bytes checked against its identity first."""
-    from ..assets.embedded import carried
+    from ..assets.bundle import carried
 
     backend, real = backends.open_artifact(path)
     found = carried(real, str(path))
     if found is None:
         raise BadInputError(
-            f"{path} carries no embedded assets (exported with --no-embed, by an older version, or an .ort); "
-            "pass its export folder instead"
+            f"{path} carries no bundled assets (exported with --no-bundle, by an older version, or a "
+            f"{backends.suffixes_where(lambda i: not i.bundles)}); pass its export folder instead"
         )
     files, card = found
     manifest = Manifest.from_json(card, path)
     for entry in manifest.files:  # the identity covers them; a mismatch here is a block built wrong
         if entry.path not in files:
-            raise ArtifactLoadError(f"{path}'s embedded assets lack {entry.path}; export it again")
+            raise ArtifactLoadError(f"{path}'s bundled assets lack {entry.path}; export it again")
     task, artifacts = _described(manifest, path)
     if len(artifacts) != 1 or artifacts[0].backend is not backend:
-        raise ArtifactLoadError(f"{path}'s embedded card does not describe a {backend.value} artifact; export it again")
+        raise ArtifactLoadError(f"{path}'s bundled card does not describe a {backend.value} artifact; export it again")
     artifact = ArtifactEntry(real.name, backend, artifacts[0].quant, artifacts[0].entry)
     settings = _json_of(files, f"{TOKENIZER_DIR}/{TOKENIZER_SETTINGS}", path)
     labels: tuple[str, ...] = ()
@@ -192,18 +192,18 @@ def _described(manifest: Manifest, where: Path) -> tuple[TaskSpec, tuple[Artifac
 
 
 def _json_of(files: dict[str, bytes], name: str, where: Path) -> Any:
-    """An embedded JSON asset, as a dict; ArtifactLoadError naming ``where`` when it is not one."""
+    """A bundled JSON asset, as a dict; ArtifactLoadError naming ``where`` when it is not one."""
     try:
         data = json.loads(files[name].decode("utf-8"))
     except KeyError:
         raise ArtifactLoadError(f"{where} carries no {name}; export it again") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise ArtifactLoadError(f"{where}'s embedded {name} is not JSON; export it again") from None
+        raise ArtifactLoadError(f"{where}'s bundled {name} is not JSON; export it again") from None
     if not isinstance(data, dict):
-        raise ArtifactLoadError(f"{where}'s embedded {name} is not a JSON object; export it again")
+        raise ArtifactLoadError(f"{where}'s bundled {name} is not a JSON object; export it again")
     return data
 
 
 def _embedding_suffixes() -> list[str]:
     """The suffixes of the formats whose files carry their assets."""
-    return [info.suffix for info in backends.BACKENDS.values() if info.embeds]
+    return [info.suffix for info in backends.BACKENDS.values() if info.bundles]

@@ -134,8 +134,8 @@ class Predictor:
             return decoding.top_k_slots(outputs[0][0], outputs[1][0], outputs[2][0], top_k, self._token)
         return decoding.fill_mask(outputs[0][0], enc, int(mask), top_k, self._token)
 
-    def embed(self, text: str) -> Embedding:
-        """feature-extraction: the model's output vectors for ``text``."""
+    def encode(self, text: str) -> Embedding:
+        """feature-extraction: the model's output vectors for ``text`` (its sentence embedding with ``--pooling``)."""
         self._require("feature-extraction")
         _, (hidden, *_) = self._outputs(text)
         return Embedding(np.asarray(hidden[0], dtype=np.float32))
@@ -155,7 +155,7 @@ class Predictor:
             return self.fill_mask(text, top_k)
         if self.task.name == "token-classification":
             return self.entities(text)
-        return self.embed(text)
+        return self.encode(text)
 
     @overload
     def __call__(self, text: str, context: str | None = None) -> Result: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .embedding import embed, embedded
+from .bundle import bundle, bundled
 from .convention import (
     CALLING_CONVENTION,
     EMBED_METHOD,
@@ -36,8 +36,8 @@ __all__ = [
     "blobs",
     "check",
     "coverage",
-    "embed",
-    "embedded",
+    "bundle",
+    "bundled",
     "depth_runner",
     "export",
     "files",

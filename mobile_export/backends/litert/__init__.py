@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .convention import usage
-from .embedding import embed, embedded
+from .bundle import bundle, bundled
 from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored_quant
 from .lowering import export
 from .mediapipe import task_metadata
@@ -26,8 +26,8 @@ __all__ = [
     "check",
     "coverage",
     "depth_runner",
-    "embed",
-    "embedded",
+    "bundle",
+    "bundled",
     "export",
     "files",
     "int4_group_size",

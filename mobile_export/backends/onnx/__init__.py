@@ -8,7 +8,7 @@ and running it (``runner``). onnxruntime is imported only here.
 
 from __future__ import annotations
 
-from .embedding import embed, embedded
+from .bundle import bundle, bundled
 from .convention import usage
 from .inspection import INT4_OPS, coverage, int4_group_size, matmul_coverage, memory_sharing, quant_of, stored_quant
 from .layout import DATA_SUFFIX, blobs, files
@@ -30,8 +30,8 @@ __all__ = [
     "check_interface",
     "coverage",
     "describe_precision",
-    "embed",
-    "embedded",
+    "bundle",
+    "bundled",
     "depth_runner",
     "export",
     "files",

@@ -24,7 +24,7 @@ def int4_group_size(path: Path) -> int | None:
     """The ``block_size`` of the artifact's first 4-bit weight op, None without one."""
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     model = onnx.load(str(path), load_external_data=False)
     for graph, _ in graphs(model.graph):
@@ -37,7 +37,7 @@ def int4_group_size(path: Path) -> int | None:
 def stored_quant(path: Path) -> Quant:
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     model = onnx.load(str(path), load_external_data=False)
     ops = {node.op_type for graph, _ in graphs(model.graph) for node in graph.node}
@@ -81,7 +81,7 @@ def coverage(path: Path, quant: Quant) -> MatmulCoverage:
     """Weight MatMuls quantized and left fp32, read from the .onnx (subgraphs included)."""
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     model = onnx.load(str(path), load_external_data=False)
     return matmul_coverage(
@@ -145,7 +145,7 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     (``packing_verdict``)."""
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     from .layout import stored_bytes
 

@@ -35,7 +35,8 @@ def externalize(path: Path, default_opset: int) -> tuple[int, int]:
     import onnx
     from onnx.external_data_helper import set_external_data
 
-    from quantize.onnx_dynamic import graphs, share_transposed_tables
+    from quantize.onnx_dynamic import share_transposed_tables
+    from quantize.onnx_graph import graphs
 
     model = onnx.load(str(path))
     hoist_loop_weights(model)
@@ -71,7 +72,7 @@ def blobs(path: Path) -> tuple[list[bytes], int]:
     (4-bit tensors packed two values per byte, as in the file)."""
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     model = onnx.load(str(path))
     found = []

@@ -88,7 +88,7 @@ def phone_precision() -> str:
 def _weight_uses(model, everywhere: bool) -> list:
     """(node, initializers it can read) for the int8-weight nodes whose weight is an int8 initializer read
     from the main graph by a subgraph (what ONNX Runtime's option leaves), or anywhere with ``everywhere``."""
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     main = {i.name: i for i in model.graph.initializer}
     uses = []

@@ -18,7 +18,7 @@ def check(path: Path, shown: str) -> None:
     outputs of an export."""
     import onnx
 
-    from quantize.onnx_dynamic import graphs
+    from quantize.onnx_graph import graphs
 
     try:
         model = onnx.load(str(path), load_external_data=False)

@@ -39,13 +39,13 @@ describe_precision = onnx_backend.describe_precision
 phone_precision = onnx_backend.phone_precision
 
 
-def embed(path: Path, values: dict[str, str]) -> None:
-    """Not offered: the .ort is converted from the .onnx before the export embeds its assets."""
-    raise ValueError("an .ort carries no embedded assets; the .onnx of the same export does")
+def bundle(path: Path, values: dict[str, str]) -> None:
+    """Not offered: the .ort is converted from the .onnx before the export bundles its assets."""
+    raise ValueError("an .ort carries no bundled assets; the .onnx of the same export does")
 
 
-def embedded(path: Path) -> dict[str, str]:
-    """Nothing: an .ort carries no embedded assets."""
+def bundled(path: Path) -> dict[str, str]:
+    """Nothing: an .ort carries no bundled assets."""
     return {}
 
 

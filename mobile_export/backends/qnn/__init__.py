@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..onnx.embedding import embed, embedded
+from ..onnx.bundle import bundle, bundled
 from .convention import usage
 from .htp import version as runtime_version
 from .inspection import blobs, coverage, int4_group_size, memory_sharing, stored_quant
@@ -36,8 +36,8 @@ __all__ = [
     "coverage",
     "depth_runner",
     "diagnose",
-    "embed",
-    "embedded",
+    "bundle",
+    "bundled",
     "export",
     "files",
     "int4_group_size",

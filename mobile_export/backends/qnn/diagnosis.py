@@ -153,16 +153,16 @@ def _layers(model: Any) -> tuple[dict[str, int | None], list[str]]:
     """Each node output's place (0: the embeddings, up to their LayerNormalization; k: the k-th encoder layer; None:
     the head after the last) and each layer's output tensor, in graph order."""
     outputs: list[str] = []
-    embedded = False
+    nested = False
     norms_since_softmax: int | None = None
     place: dict[str, int | None] = {}
     for node in model.graph.node:
         if node.op_type == "Softmax":
             norms_since_softmax = 0
         for o in node.output:
-            place[o] = len(outputs) + 1 if embedded else 0
+            place[o] = len(outputs) + 1 if nested else 0
         if node.op_type == "LayerNormalization":
-            embedded = True
+            nested = True
             if norms_since_softmax is not None:
                 norms_since_softmax += 1
                 if norms_since_softmax == 2:

@@ -4,7 +4,7 @@ import java.io.File;
 import java.util.Arrays;
 import java.util.List;
 import org.mobileexport.core.CarriedAssets;
-import org.mobileexport.core.Embedded;
+import org.mobileexport.core.AssetBundle;
 import org.mobileexport.core.Encoding;
 import org.mobileexport.core.LayerLoop;
 import org.mobileexport.core.Manifest;
@@ -45,7 +45,7 @@ final class ExecuTorchRunner implements ModelRunner, CarriedAssets, AutoCloseabl
             if (inputs >= 0) {
                 this.inputs = inputs;
             } else {
-                Manifest card = new Manifest(Embedded.read(key -> carried(loaded, key), file).json(Embedded.CARD));
+                Manifest card = new Manifest(AssetBundle.read(key -> carried(loaded, key), file).json(AssetBundle.CARD));
                 this.inputs = card.inputCount(card.soleArtifact());
             }
         } catch (Exception | Error e) { // a .pte the app cannot call must not keep its native memory

@@ -10,7 +10,7 @@ import org.json.JSONObject;
 import org.mobileexport.core.AssetCopy;
 import org.mobileexport.core.CarriedAssets;
 import org.mobileexport.core.DeviceStats;
-import org.mobileexport.core.Embedded;
+import org.mobileexport.core.AssetBundle;
 import org.mobileexport.core.Manifest;
 import org.mobileexport.core.ModelHost;
 import org.mobileexport.core.ModelRunner;
@@ -161,12 +161,12 @@ final class Models implements AutoCloseable {
     /**
      * {@code runner}'s model: read from what the file carries ({@link TextModel#open}: its identity checked first,
      * so the golden examples are the ones exported with these very bytes), else from the export folder ({@code name}'s
-     * entry in manifest.json: a file exported with --no-embed). A runner it cannot read is closed.
+     * entry in manifest.json: a file exported with --no-bundle). A runner it cannot read is closed.
      */
     private <R extends ModelRunner & CarriedAssets> TextModel model(R runner, File file, String name,
             AndroidAssets assets) throws Exception {
         try {
-            return runner.carried(Embedded.IDENTITY_KEY) == null ? TextModel.inFolder(runner, assets, name, labels)
+            return runner.carried(AssetBundle.IDENTITY_KEY) == null ? TextModel.inFolder(runner, assets, name, labels)
                     : TextModel.open(runner, file);
         } catch (Exception | Error e) {
             ((AutoCloseable) runner).close(); // both runners hold native memory

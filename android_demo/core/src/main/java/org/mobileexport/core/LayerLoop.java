@@ -94,9 +94,9 @@ public final class LayerLoop<V> {
         if (layers == null) {
             return program.execute("forward", inputs);
         }
-        List<V> embedded = program.execute("embed", inputs);
-        V hidden = program.copy(embedded.get(0));
-        V mask = program.copy(embedded.get(1));
+        List<V> stage = program.execute("embed", inputs);
+        V hidden = program.copy(stage.get(0));
+        V mask = program.copy(stage.get(1));
         for (String layer : layers) {
             hidden = program.copy(program.execute(layer, Arrays.asList(hidden, mask)).get(0));
         }

@@ -47,7 +47,7 @@ public final class Manifest {
         }
     }
 
-    /** The file name of the only artifact it describes: a card's ({@link Embedded#CARD}), whatever the file is called now. */
+    /** The file name of the only artifact it describes: a card's ({@link AssetBundle#CARD}), whatever the file is called now. */
     public String soleArtifact() throws IOException {
         try {
             JSONArray artifacts = json.getJSONArray("artifacts");

@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * A small on-device semantic search for a sentence-embedding model ({@code --task feature-extraction --pooling}):
- * a few sentences embedded once, then ranked by cosine similarity to each query's embedding.
+ * a few sentences encoded once, then ranked by cosine similarity to each query's embedding.
  */
 public final class SemanticSearch {
     /** The demo app's sentences: reviews and everyday lines in several languages. */
@@ -40,13 +40,13 @@ public final class SemanticSearch {
         this.model = model;
         this.sentences = List.copyOf(sentences);
         for (String s : this.sentences) {
-            vectors.add(model.embed(s));
+            vectors.add(model.encode(s));
         }
     }
 
     /** Every sentence, most similar to {@code query} first. */
     public List<Hit> rank(String query) throws Exception {
-        float[] q = model.embed(query);
+        float[] q = model.encode(query);
         List<Hit> hits = new ArrayList<>();
         for (int i = 0; i < sentences.size(); i++) {
             hits.add(new Hit(sentences.get(i), SentenceEmbedding.cosine(q, vectors.get(i))));

@@ -14,7 +14,7 @@ public final class TaskActions {
     /** The fills shown per mask. */
     public static final int FILLS = 5;
 
-    private final Map<TextModel, SemanticSearch> searches = new HashMap<>(); // sentences embedded once per model
+    private final Map<TextModel, SemanticSearch> searches = new HashMap<>(); // sentences encoded once per model
 
     /** The screen's button for {@code task}, or null when the screen has nothing to offer for it. */
     public static String action(String task, List<String> outputs) {

@@ -58,24 +58,24 @@ public final class TextModel implements AutoCloseable {
         String shown = file.getName();
         String identity;
         try {
-            identity = runner.carried(Embedded.IDENTITY_KEY);
+            identity = runner.carried(AssetBundle.IDENTITY_KEY);
         } catch (Exception e) {
             throw new IOException(shown + ": its identity could not be read (" + e.getMessage() + ")", e);
         }
         if (identity == null) {
-            throw new IOException(shown + " carries no embedded assets (exported with --no-embed or by an older "
+            throw new IOException(shown + " carries no bundled assets (exported with --no-bundle or by an older "
                     + "version); ship its export folder instead");
         }
         Identity.verify(files, identity, shown);
-        Embedded assets = Embedded.read(runner, shown);
-        JSONObject card = assets.json(Embedded.CARD);
-        return read(runner, assets, Embedded.CARD, card, new Manifest(card).soleArtifact(),
-                assets.has("labels.json"), shown + "'s embedded card");
+        AssetBundle assets = AssetBundle.read(runner, shown);
+        JSONObject card = assets.json(AssetBundle.CARD);
+        return read(runner, assets, AssetBundle.CARD, card, new Manifest(card).soleArtifact(),
+                assets.has("labels.json"), shown + "'s bundled card");
     }
 
     /**
      * {@code runner}'s model (the export's {@code file}) with the assets of its export folder ({@code tokenizer/},
-     * {@code labels.json}, {@code manifest.json}): for a file exported with --no-embed, or an app that ships the
+     * {@code labels.json}, {@code manifest.json}): for a file exported with --no-bundle, or an app that ships the
      * folder. Nothing of the file itself is checked here (the app's asset copy checks its bytes against the
      * manifest).
      */
@@ -128,7 +128,7 @@ public final class TextModel implements AutoCloseable {
     }
 
     /** The sentence embedding of {@code text} (a model exported with --task feature-extraction --pooling). */
-    public float[] embed(String text) throws Exception {
+    public float[] encode(String text) throws Exception {
         if (!outputs.contains(SentenceEmbedding.OUTPUT)) {
             throw new IllegalStateException("the model gives " + outputs + ", not a " + SentenceEmbedding.OUTPUT
                     + "; export it with --task feature-extraction --pooling mean");

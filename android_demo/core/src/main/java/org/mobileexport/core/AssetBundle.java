@@ -15,13 +15,13 @@ import java.util.zip.ZipInputStream;
 import org.json.JSONObject;
 
 /**
- * The assets one model file carries (Python's {@code mobile_export.assets.embedded}): a deflated zip in base64
+ * The assets one model file carries (Python's {@code mobile_export.assets.bundle}): a deflated zip in base64
  * text of the card ({@code card.json}: what manifest.json says of this artifact, with its golden examples),
  * {@code labels.json} and {@code tokenizer/}. Read as untrusted input: sizes are bounded while inflating, member
  * names must be plain relative paths, and the model file's own identity ({@link Identity}) is checked by the
  * caller before its assets are trusted.
  */
-public final class Embedded implements AssetSource {
+public final class AssetBundle implements AssetSource {
     public static final String ASSETS_KEY = "mobile_export_assets";
     public static final String IDENTITY_KEY = "mobile_export_identity";
     /** The card: read it as a manifest ({@link Manifest}, {@link SelfTest}) with this name. */
@@ -36,29 +36,29 @@ public final class Embedded implements AssetSource {
     private final Map<String, byte[]> files;
     private final String shown;
 
-    private Embedded(Map<String, byte[]> files, String shown) {
+    private AssetBundle(Map<String, byte[]> files, String shown) {
         this.files = files;
         this.shown = shown;
     }
 
     /** The assets {@code model} carries; IOException naming {@code shown} when it carries none or they are broken. */
-    public static Embedded read(CarriedAssets model, String shown) throws IOException {
+    public static AssetBundle read(CarriedAssets model, String shown) throws IOException {
         String text;
         try {
             text = model.carried(ASSETS_KEY);
         } catch (Exception e) {
-            throw new IOException(shown + ": its embedded assets could not be read (" + e.getMessage() + ")", e);
+            throw new IOException(shown + ": its bundled assets could not be read (" + e.getMessage() + ")", e);
         }
         if (text == null) {
-            throw new IOException(shown + " carries no embedded assets (exported with --no-embed or by an older "
+            throw new IOException(shown + " carries no bundled assets (exported with --no-bundle or by an older "
                     + "version); ship its export folder instead");
         }
         return parse(text, shown);
     }
 
     /** The files of a block's text, every limit checked while it inflates. */
-    public static Embedded parse(String text, String shown) throws IOException {
-        String bad = shown + " carries a broken embedded block (";
+    public static AssetBundle parse(String text, String shown) throws IOException {
+        String bad = shown + " carries a broken bundle (";
         if (text.length() > MAX_TEXT_CHARS) {
             throw new IOException(bad + text.length() + " characters, over " + MAX_TEXT_CHARS + ")");
         }
@@ -100,7 +100,7 @@ public final class Embedded implements AssetSource {
         if (!files.containsKey(CARD)) {
             throw new IOException(bad + "no " + CARD + ")");
         }
-        return new Embedded(files, shown);
+        return new AssetBundle(files, shown);
     }
 
     @Override
@@ -117,7 +117,7 @@ public final class Embedded implements AssetSource {
         try {
             return AssetSource.super.json(name);
         } catch (IOException e) {
-            throw new IOException(shown + "'s embedded " + e.getMessage(), e);
+            throw new IOException(shown + "'s bundled " + e.getMessage(), e);
         }
     }
 

@@ -1,5 +1,5 @@
 """The export's stage that makes each artifact one file to ship: its card (the manifest's word on it, labels, model
-summary, checkpoint identity), the tokenizer assets and golden examples embedded as a block, then the artifact's
+summary, checkpoint identity), the tokenizer assets and golden examples bundled as one block, then the artifact's
 own content hash written into it (``assets.identity``). After parity: the block is data no computation reads,
 and the weights' bytes stay the ones checked."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from .. import backends
-from ..assets.embedded import ASSETS_KEY, CARD, CARD_SCHEMA, IDENTITY_KEY, pack
+from ..assets.bundle import ASSETS_KEY, CARD, CARD_SCHEMA, IDENTITY_KEY, pack
 from ..assets.identity import PLACEHOLDER, stamp
 from ..assets.manifest import Manifest, file_entries
 from ..core.files import LABELS, TOKENIZER_DIR
@@ -19,7 +19,7 @@ from .context import ExportRun
 from .outputs import artifact_entry
 
 
-def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str, list[str]]) -> None:
+def bundle_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str, list[str]]) -> None:
     """Each .pte and .onnx of ``checked`` rewritten to carry its block and identity (``options``: the options
     record; ``kept``: per file, the Linears a repair kept fp32); the results' bytes and sha256 follow."""
     from importlib.metadata import version
@@ -45,7 +45,7 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
     labels = json.loads(assets[LABELS]).get("labels") if LABELS in assets else None
     with run.progress.step(f"embedding the app's assets ({sum(map(len, assets.values())):,} B) in each artifact"):
         for r in checked.results:
-            if not backends.get_info(r.backend).embeds:
+            if not backends.get_info(r.backend).bundles:
                 continue
             manifest = Manifest(
                 task.name, tuple(task.outputs), task.head, (artifact_entry(r),), entries, tuple(checked.tally.golden)
@@ -54,7 +54,7 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
             block = pack({**assets, CARD: json.dumps(card, ensure_ascii=False).encode("utf-8")})
             path = run.staging / r.file
             fmt = backends.load(r.backend)
-            fmt.embed(path, {ASSETS_KEY: block, IDENTITY_KEY: PLACEHOLDER})
+            fmt.bundle(path, {ASSETS_KEY: block, IDENTITY_KEY: PLACEHOLDER})
             writer = backends.task_metadata(r.backend)
             if writer is not None:  # after our block, before the identity: the hash covers the task's metadata too
                 r.stats["task_metadata"] = written = writer.task_metadata(path, task.name, tokenizer, labels)
@@ -65,7 +65,7 @@ def embed_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[str
             identity = stamp(files)
             r.bytes = sum(f.stat().st_size for f in files)
             r.sha256 = sha256_file(path)
-            r.stats["embedded"] = {
+            r.stats["bundle"] = {
                 "block_bytes": len(block),
                 "assets_bytes": sum(len(v) for v in assets.values()),
                 "identity": identity,

@@ -13,7 +13,7 @@ from ...core.fsutil import write_bytes
 MAX_GRAPH_BYTES = 512 * 1024**2  # the graph file (weights live in the data file): far above any export's
 
 
-def embed(path: Path, values: dict[str, str]) -> None:
+def bundle(path: Path, values: dict[str, str]) -> None:
     """Rewrite the .onnx at ``path`` with one metadata entry per entry of ``values`` (key -> string)."""
     import onnx
 
@@ -27,7 +27,7 @@ def embed(path: Path, values: dict[str, str]) -> None:
     write_bytes(path, model.SerializeToString())
 
 
-def embedded(path: Path) -> dict[str, str]:
+def bundled(path: Path) -> dict[str, str]:
     """The model metadata of the .onnx at ``path`` (its graph file only), its size bounded before it is parsed."""
     import onnx
 

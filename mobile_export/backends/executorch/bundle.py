@@ -17,7 +17,7 @@ _LEAF = '[1, {"type": null, "context": null, "children_spec": []}]'  # pytree sp
 MAX_PROGRAM_BYTES = 256 * 1024**2  # the program table (weights live in segments): far above any export's
 
 
-def embed(path: Path, values: dict[str, str]) -> None:
+def bundle(path: Path, values: dict[str, str]) -> None:
     """Rewrite the .pte at ``path`` with one constant method per entry of ``values`` (name -> string)."""
     from executorch.exir.schema import Chain, ContainerMetadata, EValue, ExecutionPlan, String
 
@@ -47,7 +47,7 @@ def embed(path: Path, values: dict[str, str]) -> None:
     write_bytes(path, with_program(program, data[base : base + header.segment_data_size]))
 
 
-def embedded(path: Path) -> dict[str, str]:
+def bundled(path: Path) -> dict[str, str]:
     """The strings the .pte's constant methods return, by method name (methods returning other values left out)."""
     header, program = _table(path)
     found: dict[str, str] = {}

@@ -58,7 +58,7 @@ def pack(files: dict[str, bytes]) -> str:
 
 def unpack(text: str, shown: str) -> dict[str, bytes]:
     """The files of a block, every limit checked first; ArtifactLoadError naming ``shown`` when it is broken."""
-    bad = f"{shown} carries a broken embedded block"
+    bad = f"{shown} carries a broken bundle"
     again = "export it again, or use its export folder"
     if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
         size = len(text) if isinstance(text, str) else 0
@@ -96,7 +96,7 @@ def _read(z: zipfile.ZipFile, member: zipfile.ZipInfo) -> bytes:
     with z.open(member) as f:
         data = f.read(member.file_size + 1)
     if len(data) != member.file_size:
-        raise ArtifactLoadError(f"embedded member {member.filename} is not the size its zip entry declares")
+        raise ArtifactLoadError(f"bundled member {member.filename} is not the size its zip entry declares")
     return data
 
 
@@ -104,23 +104,23 @@ def read_card(files: dict[str, bytes], shown: str) -> dict[str, Any]:
     """The card of an unpacked block, checked to be a JSON object of bounded size."""
     raw = files[CARD]
     if len(raw) > MAX_CARD_BYTES:
-        raise ArtifactLoadError(f"{shown}'s embedded {CARD} is {len(raw):,} B, over {MAX_CARD_BYTES:,}")
+        raise ArtifactLoadError(f"{shown}'s bundled {CARD} is {len(raw):,} B, over {MAX_CARD_BYTES:,}")
     try:
         card = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise ArtifactLoadError(f"{shown}'s embedded {CARD} is not JSON; export it again") from None
+        raise ArtifactLoadError(f"{shown}'s bundled {CARD} is not JSON; export it again") from None
     if not isinstance(card, dict):
-        raise ArtifactLoadError(f"{shown}'s embedded {CARD} is not a JSON object; export it again")
+        raise ArtifactLoadError(f"{shown}'s bundled {CARD} is not a JSON object; export it again")
     return card
 
 
 def carried(path: Path, shown: str, check: bool = True) -> tuple[dict[str, bytes], dict[str, Any]] | None:
     """(files, card) the artifact at ``path`` carries, its identity checked first unless ``check`` is False;
-    None when it carries no block (``--no-embed``, an older export, an .ort)."""
+    None when it carries no block (``--no-bundle``, an older export, an .ort)."""
     from .. import backends
     from .identity import verify
 
-    strings = backends.load(backends.for_path(path)).embedded(path)
+    strings = backends.load(backends.for_path(path)).bundled(path)
     if ASSETS_KEY not in strings or IDENTITY_KEY not in strings:
         return None
     if check:

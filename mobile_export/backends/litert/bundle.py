@@ -13,7 +13,7 @@ from .metadata import META_KEY
 MAX_FILE_BYTES = 2 * 1024**3  # a flatbuffer's limit; every weight is inside it
 
 
-def embed(path: Path, values: dict[str, str]) -> None:
+def bundle(path: Path, values: dict[str, str]) -> None:
     """Rewrite the .tflite at ``path`` with one metadata entry per entry of ``values`` (key -> string)."""
     model = flatbuffer.read(path.read_bytes(), path.name)
     for key, text in values.items():
@@ -21,7 +21,7 @@ def embed(path: Path, values: dict[str, str]) -> None:
     write_bytes(path, flatbuffer.write(model))
 
 
-def embedded(path: Path) -> dict[str, str]:
+def bundled(path: Path) -> dict[str, str]:
     """The metadata entries of the .tflite at ``path`` that are ours, as strings (MediaPipe's are binary)."""
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
