@@ -23,7 +23,8 @@ from mobile_export.model.loading import load_checkpoint
 from mobile_export.model.reference import reference_batch, reference_outputs, tokenize
 from mobile_export.parity import checker as checking
 from mobile_export.parity.accumulate import compare
-from mobile_export.parity.checker import ArtifactCheck, Checker, ParitySource
+from mobile_export.parity.checker import ArtifactCheck, Checker
+from mobile_export.parity.source import ParitySource
 from mobile_export.parity.texts import builtin_texts, long_text
 
 # make check leaves this file out (each test lowers or runs a model for tens of seconds; BENCHMARKS.md, tiers)

@@ -237,7 +237,7 @@ def test_report_json_reads_back_as_typed_records(onnx_export):
 def test_a_model_that_shares_nothing_gets_no_sharing_verdict():
     """ALBERT's shared layer and a tied table are "sharing"; a BERT stores each weight once, and its summary says
     that, both ways, rather than "sharing preserved" / "NOT preserved"."""
-    from mobile_export.reports.render import _sharing_words
+    from mobile_export.reports.tables import sharing_words as _sharing_words
 
     albert = {"shares_weights": True}
     bert = {"shares_weights": False}

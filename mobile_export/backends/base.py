@@ -396,7 +396,7 @@ class TaskMetadata(Protocol):
 CAPABILITIES: dict[Capability, tuple[str, ...]] = {
     Capability.DIAGNOSIS: ("diagnose", "ranges_headroom"),
     Capability.SIMULATOR_POOL: ("Pool",),
-    Capability.PRECOMPILE: ("precompile", "compiled_for"),
+    Capability.PRECOMPILE: ("targets", "precompile", "compiled_for"),
     Capability.FIXED_LENGTH: ("sequence_length", "length_graphs"),
     Capability.HOST_PRECISION: ("precision_modes", "describe_precision", "phone_precision"),
     Capability.TASK_METADATA: ("task_metadata",),

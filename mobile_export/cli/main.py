@@ -150,7 +150,7 @@ def _cmd_size(args) -> int:
     import json
 
     from ..core.choices import Quant
-    from ..measure.size import format_entry
+    from ..measure.size_text import format_entry
     from ..reports.size import size_report
 
     entries = size_report(

@@ -273,8 +273,7 @@ def _size_args(sz: argparse.ArgumentParser) -> None:
 def _run_args(rn: argparse.ArgumentParser) -> None:
     rn.add_argument(
         "folder",
-        help="the --out folder of mobile-export export, or one "
-        f"{backends.suffixes_where(lambda i: i.bundles)} of it (it carries its assets)",
+        help="the --out folder of mobile-export export, or one artifact of it that carries its assets",
     )
     rn.add_argument("texts", nargs="*", help="texts to run (default: one per line on stdin)")
     _backend_arg(rn, "run only this artifact (default: every one listed)", repeat=False)

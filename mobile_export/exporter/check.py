@@ -26,7 +26,8 @@ from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..parity.arm64.cpus import ARM64_CPUS
 from ..parity.artifact import ArtifactResult, IsaRun, VsHost
-from ..parity.checker import ArtifactCheck, Checked, Checker, ParitySource, Sample, Tally, run_local
+from ..parity.checker import ArtifactCheck, Checked, Checker, Sample, Tally, run_local
+from ..parity.source import ParitySource
 from ..parity.data import read_parity_file
 from ..reports import write_reports
 from ..reports.assembly import build_report

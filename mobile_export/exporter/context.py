@@ -23,7 +23,7 @@ from ..model.families import longest_input
 from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..model.reference import Example, tokenize
-from ..parity.checker import ParitySource
+from ..parity.source import ParitySource
 from ..parity.data import ParityData, read_parity_file
 from ..parity.diagnosis import SAMPLE_LENGTH, SAMPLE_TEXTS
 from .calibration import Calibration, calibration_for

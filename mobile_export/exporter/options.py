@@ -120,10 +120,10 @@ def _check_format_options(options: ExportOptions) -> None:
                 f"{flag_name(name)} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
             )
     if options.calibration is not None and not any(backends.get_info(b).calibrated for b in options.backends):
-        static = [b.value for b, info in backends.BACKENDS.items() if info.calibrated]
+        static = [b for b, info in backends.BACKENDS.items() if info.calibrated]
+        files = " / ".join(backends.get_info(b).suffix for b in static)
         raise BadInputError(
-            f"--calibration is read by a statically quantized format (--backend {' / '.join(static)}); add it or "
-            "drop --calibration"
+            f"--calibration {options.calibration} shapes the {files}; add --backend {static[0].value} or drop it"
         )
     for b in options.backends:
         options.options_for(b)

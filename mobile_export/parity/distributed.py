@@ -16,7 +16,8 @@ from ..core.errors import BadInputError, MobileExportError, first_line
 from ..core.progress import Progress
 from ..model.loading import LoadedModel
 from ..parity.checker import PARITY_BATCH_TEXTS
-from .checker import ArtifactCheck, Checker, ParitySource, RateLine, Sample, Tally
+from .checker import ArtifactCheck, Checker, RateLine, Sample, Tally
+from .source import ParitySource
 
 QUEUED_PER_WORKER = 2  # batches given to a worker ahead, so it never waits for the driver
 
