@@ -1,4 +1,4 @@
-"""mobile-export: ALBERT checkpoints to verified int8 ExecuTorch (.pte) and ONNX artifacts.
+"""mobile-export: ALBERT checkpoints and the encoders beside them to phone formats, each checked in its runtime.
 
 Public API::
 
@@ -9,7 +9,7 @@ Public API::
 
 The names load on first use, so a process that needs one module (the emulated ARM64 worker needs only
 the runtimes' runners) does not import the whole pipeline. Where the code lives (subpackages by concept,
-each importing only those below it): README.md, "Where things are".
+each importing only those below it): docs/contributing.md, "Where things are".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The order is derived from the imports themselves (every ``import`` and ``from ... import`` in every
 module, including those inside functions and under ``TYPE_CHECKING``), then compared with the order the
-README's "Where things are" lists the subpackages in, bottom first.
+"Where things are" in docs/contributing.md lists the subpackages in, bottom first.
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ def _unit(module: str) -> str:
     return module.split(".")[1]
 
 
+LAYOUT_DOC = "docs/contributing.md"  # its "Where things are" table lists the subpackages, bottom first
+
+
 def _readme_order() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / LAYOUT_DOC).read_text(encoding="utf-8")
     section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `(\w+)/` \|", section, flags=re.M)
 
@@ -91,7 +94,7 @@ def test_every_module_lives_in_a_subpackage():
 
 
 def test_subpackages_import_only_downward_in_the_readme_order():
-    """Package level: no cycle, and every import goes to a package listed below it in the README."""
+    """Package level: no cycle, and every import goes to a package listed below it in docs/contributing.md."""
     packages: dict[str, set[str]] = {}
     for module, targets in _graph().items():
         if module in FACADE:
@@ -107,10 +110,10 @@ def test_subpackages_import_only_downward_in_the_readme_order():
     except CycleError as exc:
         pytest.fail(f"subpackage cycle: {' -> '.join(exc.args[1])}")
     declared = _readme_order()
-    assert sorted(declared) == sorted(derived), "README's 'Where things are' must list every subpackage once"
+    assert sorted(declared) == sorted(derived), f"{LAYOUT_DOC}'s 'Where things are' must list every subpackage once"
     rank = {name: i for i, name in enumerate(declared)}
     upward = sorted(f"{a} -> {b}" for a, deps in packages.items() for b in deps if rank[b] > rank[a])
-    assert upward == [], f"imports that run upward against the README's order: {upward}"
+    assert upward == [], f"imports that run upward against docs/contributing.md's order: {upward}"
 
 
 def _plant(root: Path, files: dict[str, str]) -> Path:
@@ -144,7 +147,8 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path):
         "core/b.py": "def f():\n    from .a import x\n",
         "model/m.py": "from ..core.a import y\n",
     })
-    (tmp_path / "README.md").write_text("## Where things are\n\n| `model/` | m |\n| `core/` | c |\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / LAYOUT_DOC).write_text("## Where things are\n\n| `model/` | m |\n| `core/` | c |\n")
     with _planted(tmp_path):
         with pytest.raises(pytest.fail.Exception, match="import cycle"):
             test_no_module_imports_in_a_cycle("mobile_export")
@@ -152,7 +156,7 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path):
         test_no_module_imports_in_a_cycle("mobile_export")
         with pytest.raises(AssertionError, match="upward"):
             test_subpackages_import_only_downward_in_the_readme_order()
-        (tmp_path / "README.md").write_text("## Where things are\n\n| `core/` | c |\n| `model/` | m |\n")
+        (tmp_path / LAYOUT_DOC).write_text("## Where things are\n\n| `core/` | c |\n| `model/` | m |\n")
         test_subpackages_import_only_downward_in_the_readme_order()
 
 
@@ -307,7 +311,6 @@ def test_no_format_is_named_outside_backends():
 def test_the_structure_checks_catch_what_they_look_for(tmp_path):
     """Each check above fails on a planted case and passes once it is fixed: a class defined twice, a private name
     imported across packages, a format named outside ``backends/`` (a branch and a suffix), a ``quantize`` cycle."""
-    (tmp_path / "README.md").write_text("")
     fake = _plant(tmp_path, {
         "backends/__init__.py": "class Backend:\n    QNN = 'qnn'\n",
         "backends/npu/__init__.py": "def _helper():\n    pass\nclass Runner:\n    pass\n",

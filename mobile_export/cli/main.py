@@ -199,6 +199,8 @@ def _cmd_list(args) -> int:
         scheme = scheme_name(quant.value, DEFAULT_INT4_GROUP_SIZE)
         if quant is Quant.INT4:
             scheme += " (group size per model, --group-size)"
+        elif quant is Quant.INT8:  # each format's own int8 (the registry's): dynamic per token, per tensor or static
+            scheme = info.int8_mode or f"int8, activations quantized per {info.granularity} at run time"
         print(
             f"backend:    {backend.value:<11} --quant {quant.value:<5} -> {info.file_name} ({info.runtime}); "
             f"scheme {scheme}"

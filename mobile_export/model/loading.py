@@ -1,5 +1,5 @@
-"""Load a checkpoint of a supported encoder family (``families``: ALBERT, BERT, ELECTRA, DistilBERT; a local
-Hugging Face folder or a hub id) safely.
+"""Load a checkpoint of a supported encoder family (``families``: ALBERT, BERT, ELECTRA, DistilBERT, RoBERTa, XLM-R,
+CamemBERT; a local Hugging Face folder or a hub id) safely.
 
 Safety rules: safetensors first; a pickle (``pytorch_model.bin``) only through
 ``torch.load(weights_only=True)``; remote code is never run, and a checkpoint that asks

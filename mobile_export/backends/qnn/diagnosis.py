@@ -1,8 +1,8 @@
 """Where the NPU file's error comes from, per tensor (what ONNX Runtime's ``qdq_loss_debug`` measures): each
 activation of the QDQ model against the same tensor of the float model it was quantized from, on the export's
 diagnosis sample, and each activation's own share (the float value rounded and clipped to the file's scale alone).
-Both models run on ONNX Runtime's CPU provider, whose QDQ arithmetic the HTP simulator matched to 3.6e-4 (DESIGN.md);
-the file's own verdict stays the parity check's, on the simulator.
+Both models run on ONNX Runtime's CPU provider (fast, and close to the HTP's QDQ arithmetic, not equal to it): the
+file's own verdict stays the parity check's, on the simulator.
 
 By depth: the output of each encoder layer (the second LayerNormalization after each attention Softmax, as in every
 family the NPU file takes), so a loss that grows with the unrolled layers shows as it grows."""
