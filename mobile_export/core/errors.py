@@ -6,7 +6,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes of the ``mobile-export`` command (also listed in ``--help`` and the README)."""
+    """Exit codes of the ``mobile-export`` command (also listed in ``--help`` and docs/cli.md)."""
 
     OK = 0
     UNEXPECTED = 1

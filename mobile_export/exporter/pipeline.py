@@ -59,7 +59,7 @@ def export(
     options: ExportOptions | None = None,
     progress: Progress | None = None,
 ) -> ExportResult:
-    """Export an ALBERT checkpoint to verified mobile artifacts.
+    """Export a checkpoint to verified mobile artifacts.
 
     Args:
         source: local Hugging Face folder or hub id.

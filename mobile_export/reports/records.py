@@ -17,8 +17,8 @@ from ..parity.artifact import ArtifactResult, IsaRun
 from ..parity.metrics import ParityResult
 from ..parity.plots import CrossRuntime, PlotData
 
-# The version of report.json's layout; BENCHMARKS.md ("report.json versions") says what each changed.
-REPORT_SCHEMA = 9
+# The version of report.json's layout; docs/report-schema.md says what each changed.
+REPORT_SCHEMA = 10
 
 
 @dataclass(frozen=True)

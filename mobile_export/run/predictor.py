@@ -197,7 +197,7 @@ def _check_text(text: object, what: str) -> None:
 
 
 def load(out_dir: str | os.PathLike, backend: Backend | str | None = None, threads: int | None = None) -> Predictor:
-    """Load one artifact of an export folder (``backend``: executorch, onnx or ort; default the first listed), or
+    """Load one artifact of an export folder (``backend``: a format's name, ``Backend``; default the first listed), or
     one .pte / .onnx file alone (it carries its tokenizer, labels and identity)."""
     folder = open_export(Path(out_dir))
     chosen = Backend(backend) if isinstance(backend, str) else backend
