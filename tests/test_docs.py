@@ -89,3 +89,36 @@ def test_every_relative_link_resolves(page):
     broken = [target for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
               if "://" not in target and not (page.parent / target).exists()]
     assert broken == []
+
+
+def _artifact_rows(text: str) -> dict[str, list[str]]:
+    """The CLI summary's artifact rows in ``text``: file -> bytes, max|diff|, SQNR, agreement, accuracy (the
+    host-dependent ms/text left out)."""
+    rows = re.findall(r"^(model\.\w+)\s+int8\s+([\d,]+)\s+([\d.e-]+)\s+([\d.]+)\s+([\d.]+%)\s+([\d.]+% \([\d.]+%\))",
+                      text, flags=re.M)
+    return {r[0]: list(r[1:]) for r in rows}
+
+
+def _near(quoted: str, measured: str) -> bool:
+    """Byte counts equal within 0.1% (the bundle's card records the --data path, whose length varies)."""
+    a, b = int(quoted.replace(",", "")), int(measured.replace(",", ""))
+    return abs(a - b) <= 0.001 * b
+
+
+@pytest.mark.full
+def test_the_readme_quotes_what_make_demo_prints(demo_int8):
+    """The README's demo table is the summary `make demo`'s export prints (error, agreement and accuracy exactly,
+    bytes within the bundle's path), and BENCHMARKS' headline gives the same bytes and SQNR: a change that moves them
+    updates both."""
+    from mobile_export.reports import summary
+
+    result, _, _ = demo_int8
+    printed = _artifact_rows(summary(result.report))
+    quoted = _artifact_rows((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert set(printed) == set(quoted) == {"model.pte", "model.onnx"}
+    for name, (size, *figures) in printed.items():
+        assert quoted[name][1:] == figures and _near(quoted[name][0], size), (name, quoted[name], printed[name])
+    headline = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").split("\n## Log", 1)[0]
+    for name, (size, _, sqnr, *_) in printed.items():
+        row = re.search(rf"^\| `{re.escape(name)}` int8[^|]*\| ([\d,]+) \| ([\d.]+) dB \|", headline, flags=re.M)
+        assert row and _near(row.group(1), size) and row.group(2) == sqnr, name

@@ -98,7 +98,7 @@ def test_classifier_loads_in_mediapipe_and_answers_as_our_runtime(tiny_checkpoin
     ours, fp32 = _ours_and_fp32(ckpt, path, texts)
     # the same file in MediaPipe's runtime and ours: equal wherever the tokenizers agree; ALBERT's SentencePiece
     # normalized as transformers does (accents, quotes, case, spaces) agrees on every text, MediaPipe's WordPiece
-    # keeps accents where BERT uncased strips them (README: what MediaPipe reproduces)
+    # keeps accents where BERT uncased strips them (docs/formats/litert.md: what MediaPipe reproduces)
     differ = [t for t, a, b in zip(texts, mp, ours) if np.abs(a - b).max() > 2e-3 * (1 + np.abs(b).max())]
     if family == "albert":
         assert differ == [], differ

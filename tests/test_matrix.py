@@ -113,7 +113,7 @@ def _reference(model, case: matrix.Case, feeds: dict[str, np.ndarray], outputs: 
     return [np.pad(positions, (0, MASK_SLOTS - len(positions)), constant_values=-1)[None], None, scores]
 
 
-# make check leaves the cases out (each lowers or runs a model for seconds to tens of seconds; README, tiers)
+# make check leaves the cases out (each lowers or runs a model for seconds to tens of seconds; docs/contributing.md, the tiers)
 @pytest.mark.full
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_case(tiny_checkpoint, shared_export, case):
@@ -179,7 +179,7 @@ def test_case(tiny_checkpoint, shared_export, case):
     assert detect_quant(artifact) is case.precision  # the default parity thresholds follow what the file stores
 
     # the weights stored once: each layer (ALBERT's shared one) and a tied word table (kept twice in a .ort and at 4
-    # bits, README "Size": the verdict says so; the .tflite keeps one 4-bit table for both; the NPU file's decoder
+    # bits, docs/size-and-memory.md: the verdict says so; the .tflite keeps one 4-bit table for both; the NPU file's decoder
     # reads the lookup's codes)
     report = result.report
     assert report["model"]["model_type"] == case.family

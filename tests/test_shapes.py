@@ -61,5 +61,5 @@ def test_promises_hold_at_a_shape_no_test_builds(tiny_checkpoint, shared_export,
         assert size["sharing_preserved"], (a["file"], size["sharing_verdict"])
         if size["tied_embeddings"]:
             assert "tied word-embedding table is stored once" in size["sharing_verdict"], a["file"]
-        if loop or a["backend"] == "executorch":  # several groups are unrolled in the .onnx (README, "Memory")
+        if loop or a["backend"] == "executorch":  # several groups are unrolled in the .onnx (docs/formats/onnx.md)
             assert size["memory_sharing_preserved"], (a["file"], size["memory_sharing_verdict"])

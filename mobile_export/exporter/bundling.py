@@ -43,7 +43,7 @@ def bundle_assets(run: ExportRun, checked: Checked, options: dict, kept: dict[st
     task = loaded.task
     tokenizer = {e.path.split("/", 1)[1]: assets[e.path] for e in entries if e.path.startswith(TOKENIZER_DIR + "/")}
     labels = json.loads(assets[LABELS]).get("labels") if LABELS in assets else None
-    with run.progress.step(f"embedding the app's assets ({sum(map(len, assets.values())):,} B) in each artifact"):
+    with run.progress.step(f"bundling the app's assets ({sum(map(len, assets.values())):,} B) in each artifact"):
         for r in checked.results:
             if not backends.get_info(r.backend).bundles:
                 continue
