@@ -37,7 +37,7 @@ train-demo: install
 		--eval-every 150 --ema 0.998 --distill 0.7 --teacher-ngram 5 --teacher-c 8 --teacher-window --threads 1
 
 # The fast tier, for every change: the default suite less the tests marked `full` (unit tests of every package and
-# one real lowering and runtime run per format on the smallest model; README "Tests" says what each tier covers).
+# one real lowering and runtime run per format on the smallest model; docs/contributing.md says what each tier covers).
 check: install
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not full and not slow and not java and not android_jvm and not arm64 and not x86_emulated'
 

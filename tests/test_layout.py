@@ -308,9 +308,23 @@ def test_no_format_is_named_outside_backends():
     assert _format_named_outside_backends() == []
 
 
+MAX_MODULE_LINES = 450  # past it a module holds several concepts: split it along them
+
+
+def _long_modules() -> list[str]:
+    """Modules of ``mobile_export/`` and ``quantize/`` longer than ``MAX_MODULE_LINES``, with their length."""
+    return [f"{name} ({n} lines)" for name, path, _ in _trees("mobile_export", "quantize")
+            if (n := path.read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES]
+
+
+def test_no_module_is_over_the_line_limit():
+    assert _long_modules() == []
+
+
 def test_the_structure_checks_catch_what_they_look_for(tmp_path):
     """Each check above fails on a planted case and passes once it is fixed: a class defined twice, a private name
-    imported across packages, a format named outside ``backends/`` (a branch and a suffix), a ``quantize`` cycle."""
+    imported across packages, a format named outside ``backends/`` (a branch and a suffix), a ``quantize`` cycle, a
+    module over the line limit."""
     fake = _plant(tmp_path, {
         "backends/__init__.py": "class Backend:\n    QNN = 'qnn'\n",
         "backends/npu/__init__.py": "def _helper():\n    pass\nclass Runner:\n    pass\n",
@@ -334,3 +348,5 @@ def test_the_structure_checks_catch_what_they_look_for(tmp_path):
         assert _classes_defined_twice() == {} and _private_imports() == []
         assert _format_named_outside_backends() == []
         test_no_module_imports_in_a_cycle("quantize")
+        (fake / "measure/long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+        assert _long_modules() == [f"mobile_export.measure.long ({MAX_MODULE_LINES + 1} lines)"]
