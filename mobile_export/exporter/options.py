@@ -38,8 +38,9 @@ class ExportOptions:
             (``play-base``, ``play-asset-pack``, ``legacy-apk``, ``app-store-cellular``; checked against
             the deflate-compressed size, as stores count downloads); over it the export fails with exit 4.
         measure_memory: measure each artifact's peak RSS (load + one run) in a fresh process.
-        embed: each .pte and .onnx carries the tokenizer assets, labels, golden examples and its own identity
-            (``exporter.bundling``), so that the file alone is enough to run it; False writes plain artifacts.
+        bundle: each artifact of a format that bundles (``BackendInfo.bundles``) carries the tokenizer assets, labels,
+            golden examples and its own identity (``exporter.bundling``), so that the file alone is enough to run it;
+            False writes plain artifacts (``--no-bundle``).
         quantize_embeddings: with int8, store the word-embedding table as int8 per row too
             (``--keep-fp32-embeddings`` turns it off).
         int4_group_size: with int4, input values per weight scale (``--group-size``); None picks it from the
@@ -80,7 +81,8 @@ class ExportOptions:
 
     def __post_init__(self) -> None:
         if not self.backends:
-            raise BadInputError("no backend selected; pass --backend executorch and/or --backend onnx")
+            names = " / ".join(b.value for b in backends.BACKENDS)
+            raise BadInputError(f"no backend selected; pass --backend (one or more of {names})")
         if len(set(self.backends)) != len(self.backends):
             object.__setattr__(self, "backends", tuple(dict.fromkeys(self.backends)))
         object.__setattr__(self, "format_options", dict(self.format_options))  # a copy: the options stay as checked
