@@ -265,7 +265,7 @@ _TOOLS = {
 LONGEST_FIRST = (
     "test_matrix.py", "test_one_file.py", "test_sharing.py", "test_qnn.py", "test_repair.py",
     "test_tied_embeddings.py", "test_litert.py", "test_int4.py", "test_cli.py", "test_run.py", "test_families.py",
-    "test_heads.py", "test_pte_entry.py", "test_shapes.py", "test_parity_scale.py", "test_roundtrip.py",
+    "test_heads.py", "test_output.py", "test_pte_entry.py", "test_shapes.py", "test_parity_scale.py", "test_roundtrip.py",
     "test_delegate_passes.py", "test_size.py",
     # `make test-arm64`: with each worker holding one file ahead, this order splits its ~900 s of tests about evenly
     "test_arm64.py", "test_arm64_sme2.py", "test_arm64_repair.py", "test_arm64_families.py",

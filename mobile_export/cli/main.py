@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import sys
 import traceback
@@ -287,9 +289,9 @@ def _main(argv: list[str] | None) -> int:
     if not args.command:
         parser.print_help(sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    if not debug:
-        from ..core.quiet import quiet_libraries
+    from ..core.quiet import native_output_caught, quiet_libraries
 
+    if not debug:  # the libraries' own lines (Python's and native code's) only with --debug
         quiet_libraries()
     handler = {
         "export": _cmd_export,
@@ -303,7 +305,7 @@ def _main(argv: list[str] | None) -> int:
         "list": _cmd_list,
     }[args.command]
     try:
-        with latched_interrupts():
+        with latched_interrupts(), contextlib.nullcontext() if debug else native_output_caught():
             return handler(args)
     except BrokenPipeError:  # whoever read the output stopped (``| head``): a normal end, as for any Unix tool
         _quiet_stdout()

@@ -40,12 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and the libraries' own log lines")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     # --debug after the command too (``mobile-export export ... --debug``): it must not reset the one before it
     common = Parser(add_help=False)
     common.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error (for a report)"
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of an error and the libraries' own log lines (for a report)",
     )
 
     def command(name: str, summary: str, *codes: int) -> argparse.ArgumentParser:

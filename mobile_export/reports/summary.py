@@ -44,8 +44,9 @@ def _repair_summary(r: dict) -> list[str]:
 def summary(report: dict) -> str:
     """The plain-text table the CLI prints after export and parity."""
     record = ReportRecord.from_json(report)
+    w = max([12, *(len(a.file) for a in record.artifacts)])  # the file column fits the longest name (.qnn.onnx)
     lines = [
-        f"{'artifact':<12} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
+        f"{'artifact':<{w}} {'quant':<5} {'bytes':>12} {'max|diff|':>10} {'SQNR dB':>8} {'agree':>7} "
         f"{'accuracy':>15} {'ms/text':>8}  verdict"
     ]
     for a in record.artifacts:
@@ -56,7 +57,7 @@ def summary(report: dict) -> str:
             agree, acc = f"{p.retrieval_agreement:.1%}", f"cos {p.min_cosine:.4f}"
         ms = "n/a" if a.result.median_ms is None else f"{a.result.median_ms:.2f}"
         lines.append(
-            f"{a.file:<12} {a.quant:<5} {a.bytes:>12,} {p.max_abs_diff:>10.3g} "
+            f"{a.file:<{w}} {a.quant:<5} {a.bytes:>12,} {p.max_abs_diff:>10.3g} "
             f"{p.sqnr_db:>8.1f} {agree:>7} {acc:>15} {ms:>8}  {'pass' if p.passed else 'FAIL'}"
         )
         for e in a.isa:
@@ -64,7 +65,7 @@ def summary(report: dict) -> str:
             acc = "n/a" if e.accuracy is None else f"{e.accuracy:.2%}"
             same = "n/a" if e.vs_host.agreement is None else f"{e.vs_host.agreement:.1%}"
             lines.append(
-                f"  {e.cpu:<16} {'':>12} {e.max_abs_diff:>10.3g} {e.sqnr_db:>8.1f} {agree:>7} "
+                f"  {e.cpu:<{w + 4}} {'':>12} {e.max_abs_diff:>10.3g} {e.sqnr_db:>8.1f} {agree:>7} "
                 f"{acc:>15} {'':>8}  {'pass' if e.passed else 'FAIL'} (vs this machine: max|diff| "
                 f"{e.vs_host.max_abs_diff:.3g}, top-1 {same})"
             )
