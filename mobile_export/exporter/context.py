@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ..model.families import longest_input
 from ..model.heads import with_head
 from ..model.loading import LoadedModel, load_checkpoint
 from ..model.reference import Example, tokenize
+from ..model.sentence import SentenceModules, read_sentence_modules
 from ..parity.source import ParitySource
 from ..parity.data import ParityData, read_parity_file
 from ..parity.diagnosis import SAMPLE_LENGTH, SAMPLE_TEXTS
@@ -59,13 +60,21 @@ class ExportRun:
         prepare_destination(out, options.overwrite)
         with progress.step("loading checkpoint"):
             loaded = load_checkpoint(source, options.task)
-            loaded = with_head(loaded, parse_head(loaded.task.name, options.head, options.pooling, options.normalize))
+            sentence = _sentence_modules(loaded, options)
+            pooling = sentence.pooling if sentence else options.pooling
+            normalize = options.normalize or bool(sentence and sentence.normalize)
+            loaded = with_head(loaded, parse_head(loaded.task.name, options.head, pooling, normalize))
+        if sentence:
+            progress.say(f"read {sentence.describe()}")
+            task = replace(loaded.task, head={**loaded.task.head, **sentence.record()})
+            loaded = replace(loaded, task=task)
         for b in options.backends:
             backends.check_family(b, loaded.family.name)
         data = read_parity_file(options.data, labels(loaded.config)) if options.data else None
         for note in loaded.notes:
             progress.say(f"note: {note}")
-        max_len = resolve_max_len(longest_input(loaded.config), options.max_seq_len)
+        trained = sentence.max_seq_length if sentence else None  # the length a sentence encoder was trained at
+        max_len = resolve_max_len(longest_input(loaded.config), options.max_seq_len or trained)
         made = [p for p in (out, *out.parents) if not p.exists()]
         return cls(options, out, progress, budget, loaded, data, max_len, make_staging(out), made)
 
@@ -141,3 +150,11 @@ class ExportRun:
             calibrate=self.calibration if info.calibrated else None,
             widen=widen,
         )
+
+
+def _sentence_modules(loaded: LoadedModel, options: ExportOptions) -> SentenceModules | None:
+    """A sentence-transformers folder's pooling, normalization, length and prompts, when the export is its sentence
+    embedding and the user chose no head (flags win over the folder's modules)."""
+    if options.head or options.pooling or loaded.task.name != "feature-extraction" or not loaded.folder:
+        return None
+    return read_sentence_modules(Path(loaded.folder))

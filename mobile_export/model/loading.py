@@ -43,6 +43,13 @@ _HUB_PATTERNS = [
     "tokenizer_config.json",
     "special_tokens_map.json",
     "tokenizer.json",
+    "vocab.json",  # RoBERTa's byte-level BPE
+    "merges.txt",
+    "sentencepiece.bpe.model",  # XLM-R's, CamemBERT's
+    "modules.json",  # a sentence-transformers folder: its modules and their configs (``sentence``)
+    "*/config.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
 ]
 
 
