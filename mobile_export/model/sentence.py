@@ -1,7 +1,9 @@
 """A sentence-transformers folder read as its library reads it: ``modules.json`` lists what
 ``SentenceTransformer.encode`` runs after the transformer (Pooling, an optional Dense projection, Normalize), the
 pooling module's config says which pooling, ``sentence_bert_config.json`` the length the model was trained at, and
-``config_sentence_transformers.json`` the prompts an app must prepend. What the export does not take yet (a Dense
+``config_sentence_transformers.json`` the prompts an app must prepend. Both the layout sentence-transformers 6 writes
+(``pooling_mode``, the length in ``tokenizer_config.json``) and the earlier one (a flag per mode,
+``sentence_bert_config.json``) are read. What the export does not take yet (a Dense
 projection, a pooling other than [CLS] and mean, a module it does not know) is refused in one line."""
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from ..core.errors import CheckpointError
 
 MODULES = "modules.json"
 TRANSFORMER, POOLING, NORMALIZE, DENSE = "Transformer", "Pooling", "Normalize", "Dense"
-# the pooling config's mode flags (sentence_transformers.models.Pooling) and the --pooling each is, None: not taken
+# the pooling config's mode (sentence-transformers >= 6 writes ``pooling_mode``; earlier versions one flag per mode)
+# and the --pooling each is; None: not taken yet
+POOLINGS = {
+    "cls": "cls",
+    "mean": "mean",
+    "max": None,
+    "mean_sqrt_len_tokens": None,
+    "weightedmean": None,
+    "lasttoken": None,
+}
 POOLING_MODES = {
     "pooling_mode_cls_token": "cls",
     "pooling_mode_mean_tokens": "mean",
@@ -32,7 +43,7 @@ class SentenceModules:
 
     pooling: str  # cls | mean
     normalize: bool
-    max_seq_length: int | None  # the length the model was trained at (sentence_bert_config.json)
+    max_seq_length: int | None  # the length the model was trained at
     prompts: dict[str, str] = field(default_factory=dict)  # name -> text prepended to a text of that kind
     default_prompt_name: str | None = None
 
@@ -66,16 +77,20 @@ def _kind(entry: Any, where: Path) -> tuple[str, str]:
 def _pooling(folder: Path) -> str:
     """The --pooling of the Pooling module in ``folder``; CheckpointError naming a mode the export does not take."""
     config = _json(folder / "config.json")
-    chosen = [key for key in POOLING_MODES if config.get(key)]
-    if len(chosen) != 1:
-        raise CheckpointError(f"{folder / 'config.json'} sets {len(chosen)} pooling modes; the export takes one")
-    mode = POOLING_MODES[chosen[0]]
-    if mode is None:
+    if isinstance(config.get("pooling_mode"), str):
+        name = config["pooling_mode"]
+        chosen = POOLINGS.get(name) if name in POOLINGS else None
+    else:
+        flags = [key for key in POOLING_MODES if config.get(key)]
+        if len(flags) != 1:
+            raise CheckpointError(f"{folder / 'config.json'} sets {len(flags)} pooling modes; the export takes one")
+        name, chosen = flags[0].removeprefix("pooling_mode_"), POOLING_MODES[flags[0]]
+    if chosen is None:
         raise CheckpointError(
-            f"{folder / 'config.json'}: {chosen[0].removeprefix('pooling_mode_')} pooling is not exported yet "
-            "(cls and mean are); export the transformer with --pooling cls|mean and pool in the app"
+            f"{folder / 'config.json'}: {name} pooling is not exported yet (cls and mean are); export the transformer "
+            "with --pooling cls|mean and pool in the app"
         )
-    return mode
+    return chosen
 
 
 def read_sentence_modules(folder: Path) -> SentenceModules | None:
@@ -110,8 +125,11 @@ def read_sentence_modules(folder: Path) -> SentenceModules | None:
             )
     if pooling is None:
         return None  # token embeddings (no Pooling module): the transformer's own output
-    bert = folder / "sentence_bert_config.json"
-    length = _json(bert).get("max_seq_length") if bert.is_file() else None
+    bert, tok = folder / "sentence_bert_config.json", folder / "tokenizer_config.json"
+    length = _json(bert).get("max_seq_length") if bert.is_file() else None  # sentence-transformers < 6
+    if length is None and tok.is_file():  # >= 6: the tokenizer's (transformers' "unset" is a huge sentinel)
+        limit = _json(tok).get("model_max_length")
+        length = limit if isinstance(limit, int) and limit <= 1_000_000 else None
     st = folder / "config_sentence_transformers.json"
     card = _json(st) if st.is_file() else {}
     prompts = {str(k): str(v) for k, v in (card.get("prompts") or {}).items() if v}
