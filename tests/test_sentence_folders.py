@@ -102,7 +102,9 @@ def test_a_sentence_folder_exports_what_its_library_encodes(bert, tmp_path):
     from sentence_transformers import SentenceTransformer
 
     folder = _st_folder(bert, tmp_path / "st")
-    want = SentenceTransformer(str(folder), device="cpu").encode(TEXTS)
+    library = SentenceTransformer(str(folder), device="cpu")
+    want = library.encode(TEXTS)
+    queries = library.encode(TEXTS, prompt_name="query")  # the prompt's text put before each text
     result = export(folder, tmp_path / "out", ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX),
                                                            measure_memory=False))
     assert result.passed
@@ -113,3 +115,12 @@ def test_a_sentence_folder_exports_what_its_library_encodes(bert, tmp_path):
         got = np.stack([predictor.encode(text).vector.reshape(-1) for text in TEXTS])
         cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
         assert cosine.min() >= 0.99, (backend, cosine)
+        assert predictor.prompts == PROMPTS
+        got = np.stack([predictor.encode(text, prompt="query").vector.reshape(-1) for text in TEXTS])
+        cosine = (got * queries).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(queries, axis=1)
+        assert cosine.min() >= 0.99, (backend, "query", cosine)
+        with pytest.raises(BadInputError, match="prompt 'search' is not one this export names") as caught:
+            predictor.encode(TEXTS[0], prompt="search")
+        assert "query" in str(caught.value) and "document" in str(caught.value)
+    alone = load(result.out / "model.onnx")  # the file alone: its bundle's card carries the head and its prompts
+    assert alone.prompts == PROMPTS

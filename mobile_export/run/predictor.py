@@ -134,9 +134,21 @@ class Predictor:
             return decoding.top_k_slots(outputs[0][0], outputs[1][0], outputs[2][0], top_k, self._token)
         return decoding.fill_mask(outputs[0][0], enc, int(mask), top_k, self._token)
 
-    def encode(self, text: str) -> Embedding:
-        """feature-extraction: the model's output vectors for ``text`` (its sentence embedding with ``--pooling``)."""
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The prompts a sentence-transformers folder names (``query``: ``"query: "``, ...); empty otherwise."""
+        return dict((self.folder.manifest.head or {}).get("prompts") or {})
+
+    def encode(self, text: str, prompt: str | None = None) -> Embedding:
+        """feature-extraction: the model's output vectors for ``text`` (its sentence embedding with ``--pooling``);
+        ``prompt``: the name of one of ``prompts``, whose text is put before ``text`` as the model was trained."""
         self._require("feature-extraction")
+        if prompt is not None:
+            if prompt not in self.prompts:
+                known = ", ".join(self.prompts) or "none"
+                raise BadInputError(f"prompt {prompt!r} is not one this export names; it names: {known}")
+            _check_text(text, "text")
+            text = self.prompts[prompt] + text
         _, (hidden, *_) = self._outputs(text)
         return Embedding(np.asarray(hidden[0], dtype=np.float32))
 
