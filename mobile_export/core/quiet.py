@@ -74,11 +74,12 @@ def native_output_caught() -> Iterator[None]:
         return
     for stream in streams:
         stream.flush()
+    # the real destinations, kept on descriptors of their own: sys.stdout / sys.stderr write there meanwhile, and
+    # descriptors 1 and 2 are pointed back at them afterwards
     ours = [
         os.fdopen(os.dup(fd), "w", buffering=1, encoding=stream.encoding, errors=stream.errors)
         for fd, stream in zip((1, 2), streams)
     ]
-    saved = (os.dup(1), os.dup(2))
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
@@ -86,14 +87,10 @@ def native_output_caught() -> Iterator[None]:
         try:
             yield
         finally:
-            for stream in ours:
+            sys.stdout, sys.stderr = streams
+            for fd, stream in zip((1, 2), ours):
                 with contextlib.suppress(OSError, ValueError):  # a reader gone (``| head``): nothing left to say
                     stream.flush()
-            sys.stdout, sys.stderr = streams
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-            for stream in ours:
+                os.dup2(stream.fileno(), fd)
                 with contextlib.suppress(OSError, ValueError):
                     stream.close()

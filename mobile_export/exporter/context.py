@@ -155,6 +155,6 @@ class ExportRun:
 def _sentence_modules(loaded: LoadedModel, options: ExportOptions) -> SentenceModules | None:
     """A sentence-transformers folder's pooling, normalization, length and prompts, when the export is its sentence
     embedding and the user chose no head (flags win over the folder's modules)."""
-    if options.head or options.pooling or loaded.task.name != "feature-extraction" or not loaded.folder:
+    if options.head or options.pooling or loaded.task.name != "feature-extraction":
         return None
-    return read_sentence_modules(Path(loaded.folder))
+    return read_sentence_modules(loaded.folder)

@@ -116,19 +116,22 @@ def _check_format_options(options: ExportOptions) -> None:
             known = ", ".join(flag_name(n) for n in declared)
             raise BadInputError(f"{flag_name(name)} is not an option of any format; the formats' own are: {known}")
         f, readers = declared[name]
-        if value != f.default and not set(readers) & set(options.backends):
-            files = " / ".join(backends.get_info(b).suffix for b in readers)
-            raise BadInputError(
-                f"{flag_name(name)} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
-            )
-    if options.calibration is not None and not any(backends.get_info(b).calibrated for b in options.backends):
-        static = [b for b, info in backends.BACKENDS.items() if info.calibrated]
-        files = " / ".join(backends.get_info(b).suffix for b in static)
-        raise BadInputError(
-            f"--calibration {options.calibration} shapes the {files}; add --backend {static[0].value} or drop it"
-        )
+        if value != f.default:
+            _check_read(name, value, readers, options.backends)
+    if options.calibration is not None:
+        static = tuple(b for b, info in backends.BACKENDS.items() if info.calibrated)
+        _check_read("calibration", options.calibration, static, options.backends)
     for b in options.backends:
         options.options_for(b)
+
+
+def _check_read(name: str, value: Any, readers: tuple[Backend, ...], chosen: tuple[Backend, ...]) -> None:
+    """BadInputError when no chosen format reads the option ``name`` set to ``value``, naming the formats that do."""
+    if not set(readers) & set(chosen):
+        files = " / ".join(backends.get_info(b).suffix for b in readers)
+        raise BadInputError(
+            f"{flag_name(name)} {value} shapes the {files}; add --backend {readers[0].value} or drop it"
+        )
 
 
 def _check_group_multiple(group_size: int, chosen: tuple[Backend, ...]) -> None:

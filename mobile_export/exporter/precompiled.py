@@ -33,11 +33,11 @@ def precompile_all(run: ExportRun, checked: Checked) -> list[str]:
     for r in checked.results:
         fmt = backends.precompiling(r.backend)
         options = run.options.options_for(r.backend)
-        if fmt is None or not fmt.targets(options):
+        devices = fmt.targets(options) if fmt is not None else ()
+        if fmt is None or not devices:
             continue
         length = backends.sequence_length(r.backend, dict(r.stats)) or run.max_len
-        devices = ", ".join(fmt.targets(options))
-        with run.progress.step(f"precompiling {r.file} for {devices} (checked on each device's simulator)"):
+        with run.progress.step(f"precompiling {r.file} for {', '.join(devices)} (checked on each device's simulator)"):
             entries = fmt.precompile(run.staging / r.file, options, _feeds(checked.tally.golden, length))
         carried = (r.stats.get("bundle") or {}).get("identity")
         for e in entries:  # each carries the file's identity: give it its own (the bytes the check ran on)

@@ -180,7 +180,8 @@ def breakdown(
     (``fp32_linears``: the Linears a repair kept fp32 in this artifact)."""
     from .. import backends
 
-    fmt = backends.load(backends.for_path(path))
+    info = backends.get_info(backends.for_path(path))
+    fmt = backends.load(info.backend)
     stored_group = fmt.int4_group_size(path) if quant == "int4" else None
     data = b"".join(f.read_bytes() for f in backends.artifact_files(path))
     blobs, graph_bytes = artifact_blobs(path)
@@ -189,7 +190,7 @@ def breakdown(
         distinct.setdefault(hashlib.sha256(b).hexdigest(), b)
     ram_shared, ram_verdict = fmt.memory_sharing(path)
     strings = fmt.bundled(path)  # read once: the assets' bytes and the other lengths' graphs
-    simulator = backends.get_info(backends.for_path(path)).simulator
+    simulator = info.simulator
     out: SizeEntry = {
         "file": path.name,
         "bytes": len(data),
@@ -212,16 +213,15 @@ def breakdown(
     # the file's group size; a 4-bit file whose format names none stores one scale per row (the .tflite's
     # per-channel 4 bits: PER_ROW)
     group_size = (stored_group or PER_ROW) if quant == "int4" else None
-    layout = backends.get_info(backends.for_path(path)).layout
     model, config = _meta_model(model_info)
     groups, extra_copies, unmatched, unquantized = _match(
-        blobs, model, quant, int8_embeddings, group_size, layout, fp32_linears
+        blobs, model, quant, int8_embeddings, group_size, info.layout, fp32_linears
     )
     counts = parameter_counts(model, config)
     tied = tied_embeddings(model)
     family = family_of(config.model_type)
     preserved, verdict = _sharing_verdict(family, groups, extra_copies, counts, tied, unquantized)
-    why_twice = backends.get_info(backends.for_path(path)).tied_table_twice
+    why_twice = info.tied_table_twice
     if tied and extra_copies["word embeddings"] and why_twice:
         verdict += f"; why: {why_twice}"
     if simulator and not (family.shared or tied):  # the device's memory is not measured, and nothing is shared

@@ -79,7 +79,7 @@ def _pooling(folder: Path) -> str:
     config = _json(folder / "config.json")
     if isinstance(config.get("pooling_mode"), str):
         name = config["pooling_mode"]
-        chosen = POOLINGS.get(name) if name in POOLINGS else None
+        chosen = POOLINGS.get(name)  # None: a mode not taken yet, or one this version does not know
     else:
         flags = [key for key in POOLING_MODES if config.get(key)]
         if len(flags) != 1:

@@ -144,11 +144,12 @@ class Predictor:
         ``prompt``: the name of one of ``prompts``, whose text is put before ``text`` as the model was trained."""
         self._require("feature-extraction")
         if prompt is not None:
-            if prompt not in self.prompts:
-                known = ", ".join(self.prompts) or "none"
+            prompts = self.prompts
+            if prompt not in prompts:
+                known = ", ".join(prompts) or "none"
                 raise BadInputError(f"prompt {prompt!r} is not one this export names; it names: {known}")
             _check_text(text, "text")
-            text = self.prompts[prompt] + text
+            text = prompts[prompt] + text
         _, (hidden, *_) = self._outputs(text)
         return Embedding(np.asarray(hidden[0], dtype=np.float32))
 
