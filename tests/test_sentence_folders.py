@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from mobile_export import Backend, BadInputError, ExportOptions, export, load
+from mobile_export import Backend, BadInputError, ExportOptions, export, load, parity_check
+from mobile_export.core.choices import POOLINGS
 from mobile_export.core.progress import Progress, Silent
 from mobile_export.exporter.context import ExportRun
 from mobile_export.model.sentence import read_sentence_modules
@@ -21,8 +22,8 @@ TEXTS = ["a phone that works well", "the battery died after a day", "fast delive
 PROMPTS = {"query": "query: ", "document": "passage: "}
 
 
-def _st_folder(src: Path, dest: Path, pooling: str = "mean", normalize: bool = True, dense: bool = False,
-               length: int = 64) -> Path:
+def _st_folder(src: Path, dest: Path, pooling: str | tuple[str, ...] = "mean", normalize: bool = True,
+               dense: bool = False, length: int = 64) -> Path:
     """``src`` (a transformers checkpoint) saved by sentence-transformers as its folder of modules."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Dense, Normalize, Transformer
@@ -31,11 +32,11 @@ def _st_folder(src: Path, dest: Path, pooling: str = "mean", normalize: bool = T
     transformer = Transformer(str(src), max_seq_length=length)
     width = transformer.get_embedding_dimension()
     modules = [transformer, Pooling(width, pooling_mode=pooling)]
-    modules += [Dense(width, width // 2)] if dense else []
+    pooled = width * (1 if isinstance(pooling, str) else len(pooling))
+    modules += [Dense(pooled, width // 2)] if dense else []
     modules += [Normalize()] if normalize else []
     SentenceTransformer(modules=modules, device="cpu", prompts=PROMPTS).save(str(dest))
-    for name in ("vocab.txt",):  # the published folders carry the slow tokenizer's file too (the library 6 omits it)
-        shutil.copy(Path(src) / name, dest / name)
+    assert not (dest / "vocab.txt").exists()  # the library 6 saves the tokenizer as tokenizer.json alone
     return dest
 
 
@@ -69,18 +70,61 @@ def test_the_earlier_layout_is_read_too(bert, tmp_path):
     assert found is not None and (found.pooling, found.normalize, found.max_seq_length) == ("cls", False, 48)
 
 
+@pytest.mark.parametrize("pooling", [*POOLINGS, ("cls", "max")])
+def test_every_pooling_read_from_its_folder_computes_what_the_library_encodes(bert, tmp_path, pooling):
+    """Each pooling mode the library has (and two at once), read from the folder it saved, with a Dense projection
+    after the max: the export's model (fp32, before any format) gives the library's vectors, on texts of mixed
+    lengths padded in one batch, and the progress line says what was read."""
+    from sentence_transformers import SentenceTransformer
+
+    dense = pooling == "max"
+    folder = _st_folder(bert, tmp_path / "st", pooling=pooling, dense=dense)
+    said = io.StringIO()
+    run = ExportRun.start(folder, tmp_path / "out", ExportOptions(backends=(Backend.ONNX,)), Progress(stream=said))
+    name = pooling if isinstance(pooling, str) else "+".join(pooling)
+    assert run.loaded.task.head["pooling"] == name
+    assert f"read pooling {name}{' + dense 32->16' if dense else ''} + normalize, from modules.json" in said.getvalue()
+    want = SentenceTransformer(str(folder), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    batch = run.loaded.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        got = run.loaded.model(batch["input_ids"], batch["attention_mask"])["sentence_embedding"].numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=2e-5)
+
+
 @pytest.mark.parametrize(("change", "named"), [
-    ({"pooling": "max"}, "max pooling is not exported yet"),
-    ({"pooling": "lasttoken"}, "lasttoken pooling is not exported yet"),
-    ({"dense": True}, "Dense projection"),
+    ({"pooling_mode": "median"}, "median pooling is not one the export knows"),
+    ({"include_prompt": False}, "leaves the prompt's tokens out"),
 ])
-def test_what_the_export_does_not_take_is_refused_naming_it(bert, tmp_path, change, named):
-    folder = _st_folder(bert, tmp_path / "st", **change)
+def test_a_pooling_the_export_does_not_take_is_refused_naming_it(bert, tmp_path, change, named):
+    folder = _st_folder(bert, tmp_path / "st")
+    config = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({**config, **change}))
     with pytest.raises(BadInputError, match=named) as caught:
         ExportRun.start(folder, tmp_path / "out", ExportOptions(backends=(Backend.ONNX,)), Silent())
     assert "\n" not in str(caught.value)
     # the user's own pooling exports the transformer anyway: the folder's modules are not read
     ExportRun.start(folder, tmp_path / "mine", ExportOptions(backends=(Backend.ONNX,), pooling="mean"), Silent())
+
+
+def test_a_dense_module_is_built_from_an_allowlist_and_its_order_checked(bert, tmp_path):
+    """An activation a config names outside torch's few is refused (the export never imports what a config names);
+    Normalize before a Dense, or weights that do not fit the config, are refused in one line."""
+    folder = _st_folder(bert, tmp_path / "st", dense=True)
+    where = folder / "2_Dense" / "config.json"
+    config = json.loads(where.read_text())
+    where.write_text(json.dumps({**config, "activation_function": "evil.module.Run"}))
+    with pytest.raises(BadInputError, match="activation evil.module.Run is not one the export builds"):
+        read_sentence_modules(folder)
+    where.write_text(json.dumps({**config, "out_features": 8}))
+    with pytest.raises(BadInputError, match="its weights do not fit its config.json") as caught:
+        ExportRun.start(folder, tmp_path / "out", ExportOptions(backends=(Backend.ONNX,)), Silent())
+    assert "\n" not in str(caught.value)
+    where.write_text(json.dumps(config))
+    modules = json.loads((folder / "modules.json").read_text())
+    (folder / "modules.json").write_text(json.dumps([modules[0], modules[1], modules[3], modules[2]]))
+    with pytest.raises(BadInputError, match="lists Dense where the export does not take it"):
+        read_sentence_modules(folder)
 
 
 def test_an_unknown_module_is_refused_and_a_plain_checkpoint_is_not_a_sentence_folder(bert, tmp_path):
@@ -124,3 +168,30 @@ def test_a_sentence_folder_exports_what_its_library_encodes(bert, tmp_path):
         assert "query" in str(caught.value) and "document" in str(caught.value)
     alone = load(result.out / "model.onnx")  # the file alone: its bundle's card carries the head and its prompts
     assert alone.prompts == PROMPTS
+
+
+@pytest.mark.full
+def test_every_pooling_and_a_dense_module_export_in_every_format(bert, tmp_path):
+    """The poolings that each lower to their own operators (the maximum, the position weights, the last token, the
+    square root), concatenated, then a Dense projection (quantized like the encoder's Linears) and Normalize: each
+    format's file gives the library's vectors (cosine >= 0.99 on every text) through ``load``."""
+    from sentence_transformers import SentenceTransformer
+
+    pooling = ("max", "weightedmean", "lasttoken", "mean_sqrt_len_tokens")
+    folder = _st_folder(bert, tmp_path / "st", pooling=pooling, dense=True)
+    want = SentenceTransformer(str(folder), device="cpu").encode(TEXTS)
+    formats = (Backend.EXECUTORCH, Backend.ONNX, Backend.QNN, Backend.LITERT)
+    result = export(folder, tmp_path / "out", ExportOptions(backends=formats, measure_memory=False))
+    assert result.passed
+    report = json.loads((result.out / "report.json").read_text())
+    for artifact in report["artifacts"]:  # the projection is stored quantized: far below its fp32 bytes
+        assert 0 < artifact["size"]["groups"]["task head"] < 128 * 16 * 4 // 2, artifact["backend"]
+    for backend in formats:
+        predictor = load(result.out, backend=backend.value)
+        got = np.stack([predictor.encode(text).vector.reshape(-1) for text in TEXTS])
+        assert got.shape == want.shape
+        cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+        assert cosine.min() >= 0.99, (backend, cosine)
+    # a later parity check reads the head from the manifest, its projection's weights from the folder again
+    checked = parity_check(folder, [result.out / "model.onnx"])
+    assert checked["artifacts"][0]["parity"]["passed"]

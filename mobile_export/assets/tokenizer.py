@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from ..core.errors import CheckpointError
 from ..core.files import CHAR_TABLE, TOKENIZER_JSON, TOKENIZER_SETTINGS
 from ..core.fsutil import write_json
 
@@ -84,6 +85,16 @@ def tokenizer_settings(tokenizer, kind: str, max_length: int) -> dict:
     return settings
 
 
+def _write_vocabulary(tokenizer, path: Path) -> None:
+    """``tokenizer``'s vocabulary as a vocab.txt: line i holds the token of id i."""
+    by_id = {i: token for token, i in tokenizer.get_vocab().items()}
+    if sorted(by_id) != list(range(len(by_id))):
+        raise CheckpointError(
+            f"the tokenizer's ids are not 0..{len(by_id) - 1}, which a vocab.txt cannot hold; add the model's vocab.txt"
+        )
+    path.write_text("".join(by_id[i] + "\n" for i in range(len(by_id))), encoding="utf-8")
+
+
 def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: Path, max_length: int) -> list[str]:
     """Write everything the on-device tokenizer needs into ``dest``; returns the file names.
 
@@ -100,7 +111,10 @@ def write_tokenizer_assets(tokenizer, kind: str, checkpoint_folder: Path, dest: 
     settings["files"] = {"tokenizer": TOKENIZER_JSON, "char_table": CHAR_TABLE}
     copied = [settings["vocab_file"]] if "vocab_file" in settings else []
     for name in copied:
-        shutil.copyfile(checkpoint_folder / name, dest / name)
+        if (checkpoint_folder / name).is_file():
+            shutil.copyfile(checkpoint_folder / name, dest / name)
+        else:  # a WordPiece tokenizer saved as tokenizer.json alone: its vocabulary, one token per id
+            _write_vocabulary(tokenizer, dest / name)
     write_json(dest / TOKENIZER_JSON, spec, compact=True)
     write_json(dest / CHAR_TABLE, table, compact=True)
     write_json(dest / TOKENIZER_SETTINGS, settings)

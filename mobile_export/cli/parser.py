@@ -141,8 +141,8 @@ def _export_args(ex: argparse.ArgumentParser) -> None:
         ex,
         "fill-mask: full (default; every position's vocabulary logits) or topk[:K] (the top K tokens, "
         "default 5, at the first 8 [MASK]s, computed in the graph: a fraction of the RAM)",
-        "feature-extraction: one sentence embedding [1, H] ([CLS] or the mean over real tokens) "
-        "instead of the last hidden state",
+        "feature-extraction: one sentence embedding [1, H] instead of the last hidden state, pooled over the "
+        "real tokens as sentence-transformers pools (default for a sentence-transformers folder: its own)",
         "with --pooling, L2-normalize the embedding",
     )
     ex.add_argument("--overwrite", action="store_true", help="replace an existing export in --out")

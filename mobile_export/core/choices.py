@@ -32,7 +32,9 @@ class Quant(str, Enum):
 
 # fill-mask: candidates per [MASK] (the --head topk default, Predictor.fill_mask, `run --top-k`).
 DEFAULT_TOP_K = 5
-POOLINGS = ("cls", "mean")  # --pooling (heads.PoolingHead)
+# --pooling (heads.PoolingHead), sentence-transformers' names: the first token, the mean / max / mean over the square
+# root of the count over real tokens, the mean weighted by position (1, 2, ...), the last real token
+POOLINGS = ("cls", "mean", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 
 # int4 weights are quantized in groups of this many input values (one scale per group); a width that
 # is not a multiple is padded with zeros to whole groups (ONNX Runtime's MatMulNBits does that; the .pte

@@ -63,7 +63,8 @@ class ExportRun:
             sentence = _sentence_modules(loaded, options)
             pooling = sentence.pooling if sentence else options.pooling
             normalize = options.normalize or bool(sentence and sentence.normalize)
-            loaded = with_head(loaded, parse_head(loaded.task.name, options.head, pooling, normalize))
+            found = sentence.projections if sentence else ()
+            loaded = with_head(loaded, parse_head(loaded.task.name, options.head, pooling, normalize, found))
         if sentence:
             progress.say(f"read {sentence.describe()}")
             task = replace(loaded.task, head={**loaded.task.head, **sentence.record()})

@@ -52,7 +52,14 @@ def _meta_model(model_info: dict):
     )
     cls = getattr(transformers, model_info.get("architecture") or type(config).__name__.replace("Config", "Model"))
     with torch.device("meta"):
-        return cls(config), config
+        model = cls(config)
+        if model_info.get("projections"):  # a sentence embedding's Dense modules: the task head's part
+            from ..core.heads import Projection
+            from ..model.projection import Dense
+
+            specs = [Projection.from_manifest(p) for p in model_info["projections"]]
+            model.add_module("projections", torch.nn.ModuleList(Dense(s) for s in specs))
+        return model, config
 
 
 def parameter_counts(model, config) -> dict:

@@ -9,8 +9,9 @@ The training-time heads return a score for every position over the whole vocabul
   int64 [B, MASK_SLOTS] (a slot without a mask holds -1), ``top_ids`` int64 [B, MASK_SLOTS, K] and
   ``top_scores`` float32 [B, MASK_SLOTS, K]: softmax probabilities over the vocabulary, best first
   (an empty slot's rows are meaningless; read ``mask_positions``).
-- ``--pooling cls|mean [--normalize]`` (feature-extraction): ``sentence_embedding`` float32 [B, H]:
-  the [CLS] token's vector, or the mean over real tokens (attention mask 1), L2-normalized if asked.
+- ``--pooling MODE [--normalize]`` (feature-extraction): ``sentence_embedding`` float32 [B, D]: a pooling of
+  sentence-transformers' (``core.choices.POOLINGS``) over real tokens (attention mask 1), a sentence-transformers
+  folder's Dense projections after it (``projection``), L2-normalized if asked.
 
 A head reads the encoder's last hidden state plus the model inputs it names (``head_inputs``); in the
 .pte's layer loop those are passed to ``head`` after the hidden state (the program's constant method
@@ -19,6 +20,7 @@ A head reads the encoder's last hidden state plus the model inputs it names (``h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +30,7 @@ from ..core.errors import BadInputError
 from ..core.heads import POOLED_OUTPUTS, REFERENCE_EXTRAS, TOPK_OUTPUTS, HeadSpec, head_task
 from ..core.signature import MASK_SLOTS
 from .families import Family
+from .projection import load_projection
 
 
 class TopKMasked(torch.nn.Module):
@@ -61,30 +64,55 @@ class TopKMasked(torch.nn.Module):
 
 
 class PoolingHead(torch.nn.Module):
-    """(hidden [B, S, H][, attention_mask [B, S]]) -> one vector per example [B, H]."""
+    """(hidden [B, S, H][, attention_mask [B, S]]) -> one vector per example [B, D]: the pooling (several
+    concatenated), the projections after it, the L2 normalization; as sentence-transformers computes them for a
+    mask of ones then zeros (the app pads on the right)."""
 
     output_names = POOLED_OUTPUTS
 
-    def __init__(self, pooling: str, normalize: bool) -> None:
+    def __init__(self, pooling: str, normalize: bool, projections: Sequence[torch.nn.Module] = ()) -> None:
         super().__init__()
         self.pooling = pooling
+        self.modes = tuple(pooling.split("+"))
         self.normalize = normalize
-        self.head_inputs: tuple[str, ...] = ("attention_mask",) if pooling == "mean" else ()
+        self.projections = torch.nn.ModuleList(projections)
+        self.head_inputs: tuple[str, ...] = () if self.modes == ("cls",) else ("attention_mask",)
 
     def forward(self, hidden, *mask):
-        # sums as batched matmuls, which XNNPACK runs (it has no reduce-sum): keep @ hidden sums the real
-        # tokens' vectors, keep @ keep^T counts them (0/1), v @ v^T is the squared norm
-        if self.pooling == "mean":
-            keep = mask[0].to(hidden.dtype).unsqueeze(1)  # [B, 1, S]
-            total = torch.bmm(keep, hidden)  # [B, 1, H]
-            count = torch.bmm(keep, keep.transpose(1, 2))  # [B, 1, 1]
-            vector = total / count.clamp(min=1.0)
-        else:
-            vector = hidden[:, :1]  # [B, 1, H]
+        keep = mask[0].to(hidden.dtype).unsqueeze(1) if mask else None  # [B, 1, S]
+        vectors = [_pooled(mode, hidden, keep) for mode in self.modes]  # each [B, 1, H]
+        vector = vectors[0] if len(vectors) == 1 else torch.cat(vectors, dim=-1)
+        for projection in self.projections:
+            vector = projection(vector)
         if self.normalize:
             squared = torch.bmm(vector, vector.transpose(1, 2))  # [B, 1, 1]
             vector = vector / torch.sqrt(squared.clamp(min=1e-24))
         return (vector[:, 0],)
+
+
+def _pooled(mode: str, hidden: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """One pooling of ``hidden`` [B, S, H] over the tokens ``keep`` [B, 1, S] marks 1: [B, 1, H].
+
+    Sums are batched matmuls, which XNNPACK runs (it has no reduce-sum): ``w @ hidden`` sums the tokens weighted by
+    ``w``, ``w @ keep^T`` sums the weights. No large constant stands in for a padded token (an NPU's 16-bit
+    activations would spend their range on it): max pooling fills padded tokens with the first token's vector
+    (a real token's, so the maximum is unchanged), the last token is the one whose next token is not kept."""
+    if mode == "cls" or keep is None:
+        return hidden[:, :1]
+    if mode == "lasttoken":
+        # the next token's mask: padded first, then cut (cutting first asks torch.export for 3 or more tokens)
+        after = torch.cat([keep, torch.zeros_like(keep[:, :, :1])], dim=2)[:, :, 1:]
+        return torch.bmm(keep - after, hidden)
+    if mode == "max":
+        real = keep.transpose(1, 2)  # [B, S, 1]
+        filled = hidden * real + hidden[:, :1] * (1.0 - real)
+        return filled.amax(dim=1, keepdim=True)
+    weights = keep
+    if mode == "weightedmean":
+        weights = keep * torch.arange(1, hidden.shape[1] + 1, dtype=hidden.dtype)
+    total = torch.bmm(weights, hidden)
+    count = torch.bmm(weights, keep.transpose(1, 2)).clamp(min=1.0)  # [B, 1, 1]
+    return total / (torch.sqrt(count) if mode == "mean_sqrt_len_tokens" else count)
 
 
 class PhoneModel(torch.nn.Module):
@@ -117,8 +145,11 @@ class PhoneModel(torch.nn.Module):
         return dict(zip([*self.head.output_names, *REFERENCE_EXTRAS], outs))
 
 
-def build_head(model: Any, spec: HeadSpec, mask_id: int | None, family: Family) -> torch.nn.Module:
-    """``model`` (transformers, of ``family``) with the head of ``spec``; the model itself for ``full``."""
+def build_head(
+    model: Any, spec: HeadSpec, mask_id: int | None, family: Family, projections: Sequence[torch.nn.Module] = ()
+) -> torch.nn.Module:
+    """``model`` (transformers, of ``family``) with the head of ``spec`` (``projections``: the modules of its
+    projections, with their weights); the model itself for ``full``."""
     if spec.kind == "topk":
         if mask_id is None:
             raise BadInputError("--head topk needs a tokenizer with a [MASK] token")
@@ -126,14 +157,16 @@ def build_head(model: Any, spec: HeadSpec, mask_id: int | None, family: Family) 
         predictions = mlm[0] if len(mlm) == 1 else torch.nn.Sequential(*mlm)
         return PhoneModel(model, TopKMasked(predictions, mask_id, spec.k)).eval()
     if spec.kind == "pool":
-        return PhoneModel(model, PoolingHead(spec.pooling, spec.normalize)).eval()
+        return PhoneModel(model, PoolingHead(spec.pooling, spec.normalize, projections)).eval()
     return model
 
 
 def with_head(loaded: Any, spec: HeadSpec) -> Any:
-    """``loaded`` (a LoadedModel) with the head of ``spec``: its model and task replaced; as it is for ``full``."""
+    """``loaded`` (a LoadedModel) with the head of ``spec``: its model and task replaced (the projections' weights
+    read from the checkpoint's folder); as it is for ``full``."""
     if spec.is_full:
         return loaded
     mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
-    model = build_head(loaded.model, spec, mask_id, loaded.family)
+    projections = [load_projection(loaded.folder, p) for p in spec.projections]
+    model = build_head(loaded.model, spec, mask_id, loaded.family, projections)
     return replace(loaded, model=model, task=head_task(loaded.task, spec))

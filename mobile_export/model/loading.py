@@ -48,6 +48,7 @@ _HUB_PATTERNS = [
     "sentencepiece.bpe.model",  # XLM-R's, CamemBERT's
     "modules.json",  # a sentence-transformers folder: its modules and their configs (``sentence``)
     "*/config.json",
+    "*_Dense/pytorch_model.bin",  # an older folder's Dense weights (read as weights only; ``projection``)
     "sentence_bert_config.json",
     "config_sentence_transformers.json",
 ]
@@ -207,6 +208,8 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
         cls, kind = AlbertTokenizer, "sentencepiece"
     elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
         cls, kind = RobertaTokenizer, "bpe"
+    elif _wordpiece_json(folder):  # sentence-transformers 6 saves a WordPiece tokenizer as tokenizer.json only
+        cls, kind = BertTokenizer, "wordpiece"
     elif (folder / "sentencepiece.bpe.model").is_file():  # CamemBERT's ids are its own (<s>NOTUSED, ...)
         camembert = _model_type(folder) == "camembert"
         cls, kind = (CamembertTokenizer, "camembert") if camembert else (XLMRobertaTokenizer, "xlmr")
@@ -222,6 +225,19 @@ def load_tokenizer(folder: Path) -> tuple[Any, str]:
             f"cannot read the tokenizer in {folder} ({first_line(exc)}); re-download the tokenizer files"
         ) from None
     return tok, kind
+
+
+def _wordpiece_json(folder: Path) -> bool:
+    """Whether ``folder``'s tokenizer.json holds a WordPiece model (its only tokenizer file, as
+    sentence-transformers 6 saves a BERT-family tokenizer)."""
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        return False
+    try:
+        model = json.loads(path.read_text(encoding="utf-8")).get("model") or {}
+    except (OSError, ValueError):
+        return False
+    return model.get("type") == "WordPiece"
 
 
 # Weights a task head may legitimately lack (freshly initialised when fine-tuning starts), in every family.

@@ -3,8 +3,9 @@
 pooling module's config says which pooling, ``sentence_bert_config.json`` the length the model was trained at, and
 ``config_sentence_transformers.json`` the prompts an app must prepend. Both the layout sentence-transformers 6 writes
 (``pooling_mode``, the length in ``tokenizer_config.json``) and the earlier one (a flag per mode,
-``sentence_bert_config.json``) are read. What the export does not take yet (a Dense
-projection, a pooling other than [CLS] and mean, a module it does not know) is refused in one line."""
+``sentence_bert_config.json``) are read. Every pooling mode the library has is taken (several at once too), and its
+Dense projections; what the export does not take (a module it does not know, modules in another order, pooling that
+leaves the prompt out) is refused in one line."""
 
 from __future__ import annotations
 
@@ -13,43 +14,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.choices import POOLINGS
 from ..core.errors import CheckpointError
+from ..core.heads import ACTIVATIONS, Projection
 
 MODULES = "modules.json"
 TRANSFORMER, POOLING, NORMALIZE, DENSE = "Transformer", "Pooling", "Normalize", "Dense"
-# the pooling config's mode (sentence-transformers >= 6 writes ``pooling_mode``; earlier versions one flag per mode)
-# and the --pooling each is; None: not taken yet
-POOLINGS = {
-    "cls": "cls",
-    "mean": "mean",
-    "max": None,
-    "mean_sqrt_len_tokens": None,
-    "weightedmean": None,
-    "lasttoken": None,
-}
-POOLING_MODES = {
+# the pooling config's flags before sentence-transformers 6 (it writes ``pooling_mode``: one of POOLINGS, or a list)
+POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
     "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_max_tokens": None,
-    "pooling_mode_mean_sqrt_len_tokens": None,
-    "pooling_mode_weightedmean_tokens": None,
-    "pooling_mode_lasttoken": None,
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
 }
+# the only input and output a Dense module reads and writes in a sentence embedding's pipeline
+SENTENCE_EMBEDDING = "sentence_embedding"
 
 
 @dataclass(frozen=True)
 class SentenceModules:
     """What a sentence-transformers folder's modules do after the transformer, as the export takes them."""
 
-    pooling: str  # cls | mean
+    pooling: str  # one of POOLINGS, or several joined by "+"
     normalize: bool
     max_seq_length: int | None  # the length the model was trained at
     prompts: dict[str, str] = field(default_factory=dict)  # name -> text prepended to a text of that kind
     default_prompt_name: str | None = None
+    projections: tuple[Projection, ...] = ()  # its Dense modules, in order
 
     def describe(self) -> str:
         """One line for the export's progress: what was read, from where."""
-        return f"pooling {self.pooling}{' + normalize' if self.normalize else ''}, from {MODULES}"
+        dense = "".join(f" + dense {p.in_features}->{p.out_features}" for p in self.projections)
+        return f"pooling {self.pooling}{dense}{' + normalize' if self.normalize else ''}, from {MODULES}"
 
     def record(self) -> dict[str, Any]:
         """What the manifest's head records beside the pooling: where it came from, and the prompts for the app."""
@@ -74,23 +72,58 @@ def _kind(entry: Any, where: Path) -> tuple[str, str]:
     return entry["type"].rsplit(".", 1)[-1], str(entry.get("path") or "")
 
 
-def _pooling(folder: Path) -> str:
-    """The --pooling of the Pooling module in ``folder``; CheckpointError naming a mode the export does not take."""
-    config = _json(folder / "config.json")
-    if isinstance(config.get("pooling_mode"), str):
-        name = config["pooling_mode"]
-        chosen = POOLINGS.get(name)  # None: a mode not taken yet, or one this version does not know
+def _pooling(folder: Path) -> tuple[str, int | None]:
+    """(the --pooling, several joined by "+", the width it pools) of the Pooling module in ``folder``; CheckpointError
+    naming a mode the export does not know or a pooling that leaves the prompt's tokens out."""
+    where = folder / "config.json"
+    config = _json(where)
+    mode = config.get("pooling_mode")
+    if mode is None:
+        modes = [name for key, name in POOLING_FLAGS.items() if config.get(key)] or ["mean"]  # the library's default
     else:
-        flags = [key for key in POOLING_MODES if config.get(key)]
-        if len(flags) != 1:
-            raise CheckpointError(f"{folder / 'config.json'} sets {len(flags)} pooling modes; the export takes one")
-        name, chosen = flags[0].removeprefix("pooling_mode_"), POOLING_MODES[flags[0]]
-    if chosen is None:
+        modes = [mode] if isinstance(mode, str) else list(mode) if isinstance(mode, list) else [repr(mode)]
+    unknown = [m for m in modes if m not in POOLINGS]
+    if unknown:
         raise CheckpointError(
-            f"{folder / 'config.json'}: {name} pooling is not exported yet (cls and mean are); export the transformer "
-            "with --pooling cls|mean and pool in the app"
+            f"{where}: {unknown[0]} pooling is not one the export knows ({', '.join(POOLINGS)}); "
+            "export the transformer with --pooling MODE, or with none and pool in the app"
         )
-    return chosen
+    if config.get("include_prompt") is False:
+        raise CheckpointError(
+            f"{where}: the pooling leaves the prompt's tokens out (include_prompt false), which the export does not "
+            "take yet; export with --pooling MODE to pool over every token"
+        )
+    width = config.get("embedding_dimension", config.get("word_embedding_dimension"))
+    return "+".join(modes), int(width) * len(modes) if isinstance(width, int) else None
+
+
+def _projection(folder: Path, sub: str) -> Projection:
+    """The Dense module stored in ``folder / sub``, as the export takes it; CheckpointError for an activation outside
+    ``ACTIVATIONS`` (the library itself imports only torch's classes) or a module that is not on the sentence
+    embedding."""
+    where = folder / sub / "config.json"
+    config = _json(where)
+    path = str(config.get("activation_function") or "torch.nn.modules.activation.Tanh")
+    activation = path.rsplit(".", 1)[-1]
+    if not path.startswith("torch.") or activation not in ACTIVATIONS:
+        raise CheckpointError(
+            f"{where}: activation {path} is not one the export builds ({', '.join(ACTIVATIONS)} of torch.nn); "
+            "export the transformer with --pooling and apply the projection in the app"
+        )
+    names = {
+        config.get("module_input_name", SENTENCE_EMBEDDING),
+        config.get("module_output_name") or SENTENCE_EMBEDDING,
+    }
+    if names != {SENTENCE_EMBEDDING}:
+        raise CheckpointError(
+            f"{where}: the Dense module reads or writes {sorted(names)}; the export takes one on "
+            f"the {SENTENCE_EMBEDDING} only"
+        )
+    try:
+        sizes = int(config["in_features"]), int(config["out_features"])
+    except (KeyError, TypeError, ValueError):
+        raise CheckpointError(f"{where} gives no in_features and out_features; fix it") from None
+    return Projection(*sizes, activation, bool(config.get("bias", True)), bool(config.get("use_residual")), sub)
 
 
 def read_sentence_modules(folder: Path) -> SentenceModules | None:
@@ -105,23 +138,33 @@ def read_sentence_modules(folder: Path) -> SentenceModules | None:
     if not kinds or kinds[0][0] != TRANSFORMER or kinds[0][1] not in ("", "."):
         raise CheckpointError(
             f"{path}: the export reads a folder whose first module is its Transformer, stored at the folder's top; "
-            "pass that module's folder with --task feature-extraction --pooling cls|mean"
+            "pass that module's folder with --task feature-extraction --pooling MODE"
         )
-    pooling, normalize = None, False
+    pooling, width, normalize, projections = None, None, False, []
     for kind, sub in kinds[1:]:
+        # the order the head computes them in: one pooling, its projections, the normalization
         if kind == POOLING and pooling is None:
-            pooling = _pooling(folder / sub)
-        elif kind == NORMALIZE:
+            pooling, width = _pooling(folder / sub)
+        elif kind == DENSE and pooling is not None and not normalize:
+            projection = _projection(folder, sub)
+            if width is not None and projection.in_features != width:
+                raise CheckpointError(
+                    f"{folder / sub}: the Dense module takes {projection.in_features} values "
+                    f"and is given {width}; fix its config.json"
+                )
+            projections.append(projection)
+            width = projection.out_features
+        elif kind == NORMALIZE and pooling is not None:
             normalize = True
-        elif kind == DENSE:
+        elif kind in (POOLING, DENSE, NORMALIZE):
             raise CheckpointError(
-                f"{path} lists a Dense projection ({sub}), which the export does not take yet; export the transformer "
-                "with --pooling and apply the projection in the app"
+                f"{path} lists {kind} where the export does not take it (it takes Pooling, then any Dense, then "
+                "Normalize); export the transformer with --pooling and finish in the app"
             )
         else:
             raise CheckpointError(
                 f"{path} lists a {kind} module, which the export does not take; remove it or export "
-                "the transformer with --task feature-extraction --pooling cls|mean"
+                "the transformer with --task feature-extraction --pooling MODE"
             )
     if pooling is None:
         return None  # token embeddings (no Pooling module): the transformer's own output
@@ -134,5 +177,10 @@ def read_sentence_modules(folder: Path) -> SentenceModules | None:
     card = _json(st) if st.is_file() else {}
     prompts = {str(k): str(v) for k, v in (card.get("prompts") or {}).items() if v}
     return SentenceModules(
-        pooling, normalize, int(length) if length else None, prompts, card.get("default_prompt_name") or None
+        pooling,
+        normalize,
+        int(length) if length else None,
+        prompts,
+        card.get("default_prompt_name") or None,
+        tuple(projections),
     )

@@ -33,4 +33,6 @@ def model_summary(loaded: LoadedModel) -> dict[str, Any]:
         "unique_parameters": int(params),
         "tokenizer": loaded.tokenizer_kind,
         "notes": list(loaded.notes),
+        # a sentence-transformers folder's Dense modules after the pooling (their bytes: the size breakdown's head)
+        **({"projections": projections} if (projections := list(loaded.task.head.get("projections") or ())) else {}),
     }

@@ -38,9 +38,12 @@ OUTSIDE_DELEGATE_ALLOWED = frozenset(
 
 
 # The top-k head's selection (heads.TopKMasked): which positions hold a mask and the k best ids, on
-# [S]- and [8, vocab]-sized index arrays; no weights. Allowed in the head (and forward) only.
+# [S]- and [8, vocab]-sized index arrays; no weights. The pooling head's maximum over the tokens (ExecuTorch 1.5.1's
+# XNNPACK takes no reduce-max; one pass over [S, H], no weights) and its position weights (arange). Allowed in the
+# head (and forward) only.
 HEAD_SELECTION_ALLOWED = frozenset(
     {
+        "aten::amax",
         "aten::arange",
         "aten::eq",
         "aten::gt",
