@@ -12,7 +12,7 @@ those tokens (``mobile_export.load``). Prints the share of decisive texts (fp32'
 runtime's (the same file: they differ only where the tokenizers do), and accuracy against the labels.
 ``embed``: ``TextEmbedder`` on each line of the file against fp32's vectors: every text's cosine (min, mean).
 ``recipes``: the checkpoint converted by litert-torch as it comes (its default output), then each of
-ai-edge-quantizer's int8 recipes on it, and what our lowering adds (query/key/value unfolded, equal buffers once,
+litert-quantizer's int8 recipes on it, and what our lowering adds (query/key/value unfolded, equal buffers once,
 short tensor names): bytes, SQNR against fp32 on the texts (truncated to the length), and the interpreter's median
 latency per text at that length on one thread (XNNPACK).
 """

@@ -162,7 +162,7 @@ def test_layout_check_catches_a_cycle_and_an_upward_import(tmp_path):
 
 # the runtimes' and converters' own libraries: imported only inside a format's package
 RUNTIME_LIBRARIES = {"executorch", "onnx", "onnxruntime", "onnxruntime_qnn", "ai_edge_litert", "ai_edge_quantizer",
-                     "litert_torch", "mediapipe", "tflite_runtime"}
+                     "litert_quantizer", "litert_torch", "mediapipe", "tflite_runtime"}
 
 
 def _format_reach() -> list[str]:

@@ -201,7 +201,7 @@ def test_mediapipe_metadata_version_stand_in_is_still_needed_and_right():
 
 @pytest.mark.full
 def test_quantizer_writes_weights_after_the_flatbuffer_which_mediapipe_drops(tmp_path):
-    """ai-edge-quantizer stores buffers of >= 256 KiB after the flatbuffer, and MediaPipe's writer re-packs the
+    """litert-quantizer stores buffers of >= 256 KiB after the flatbuffer, and MediaPipe's writer re-packs the
     flatbuffer alone: the weights are lost. Our lowering reads them back in first. When either upstream changes,
     this fails: the workaround may go (``flatbuffer.read`` before ``mediapipe.attach``)."""
     import torch
@@ -323,7 +323,7 @@ def test_a_repair_keeps_its_linears_fp32_in_the_tflite(tiny_checkpoint, tmp_path
 
 @pytest.mark.full
 def test_demo_int4_tflite_passes_default_thresholds(shared_export, tmp_path_factory):
-    """The trained demo at 4 bits (ai-edge-quantizer's blocks where a width allows, else a scale per row) passes
+    """The trained demo at 4 bits (litert-quantizer's blocks where a width allows, else a scale per row) passes
     int4's default limits in LiteRT on its 1,667 test reviews (random tiny models do not: tests/test_matrix.py;
     on the built-in mixed texts its 65-128-token bucket measured 13.4 dB, below the limit: the gate refuses it)."""
     from mobile_export.core.choices import Quant

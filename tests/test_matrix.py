@@ -33,7 +33,7 @@ EXPORTS = matrix.exports(CASES)
 INT4_CHECKPOINT = {"initializer_range": 0.02}
 INT4_LIMITS = {
     Backend.EXECUTORCH: Thresholds(min_agreement=0.98, min_sqnr_db=12.0, min_example_sqnr_db=8.0),
-    # ai-edge-quantizer's dynamic 4-bit: blocks where the width allows, else a scale per row: 8-19 dB here
+    # litert-quantizer's dynamic 4-bit: blocks where the width allows, else a scale per row: 8-19 dB here
     Backend.LITERT: Thresholds(min_agreement=0.9, min_sqnr_db=5.0, min_example_sqnr_db=3.0),
 }
 # the .onnx's int4 of the other families (its ALBERT at the default limits): as test_families held them

@@ -204,7 +204,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         runtime="LiteRT interpreter, XNNPACK delegate",
         library="ai-edge-litert",
         runtime_modules=("ai_edge_litert.interpreter",),
-        # int4: ai-edge-quantizer's 4-bit weights per channel (dynamic_wi4_afp32)
+        # int4: litert-quantizer's 4-bit weights per channel (dynamic_wi4_afp32)
         quants=frozenset({Quant.INT8, Quant.FP32, Quant.INT4}),
         dynamic_batch=False,
         notes="batch 1 and one sequence length (litert-torch converts no dynamic length): the app pads every "
@@ -212,10 +212,10 @@ BACKENDS: dict[Backend, BackendInfo] = {
         "opt-in with --backend litert",
         granularity="tensor",  # XNNPACK's dynamic-range int8 (qd8 per tensor... measured, see BENCHMARKS)
         int8_mode="LiteRT dynamic-range int8 (int8 per-channel weights, activations quantized at run time)",
-        int8_table=False,  # ai-edge-quantizer quantizes the table (the float model in, one recipe for all)
+        int8_table=False,  # litert-quantizer quantizes the table (the float model in, one recipe for all)
         fixed_length=128,
         capabilities=frozenset({Capability.FIXED_LENGTH, Capability.TASK_METADATA}),
-        packages=("litert-torch", "ai-edge-quantizer", "mediapipe"),
+        packages=("litert-torch", "litert-quantizer", "mediapipe"),
     ),
 }
 

@@ -88,7 +88,7 @@ def tied_embeddings(model) -> bool:
     return bool(out is not None and out.weight is model.get_input_embeddings().weight)
 
 
-PER_ROW = 0  # a "group size" for 4-bit weights with one scale per row (ai-edge-quantizer's channelwise)
+PER_ROW = 0  # a "group size" for 4-bit weights with one scale per row (litert-quantizer's channelwise)
 
 
 def _int4_sizes(rows: int, width: int, group_size: int, table: bool, layout: WeightLayout) -> list[int]:

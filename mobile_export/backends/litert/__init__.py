@@ -1,9 +1,9 @@
 """LiteRT (TensorFlow Lite) for the apps that already run it: a .tflite at one fixed sequence length with int32
-inputs, converted by ``litert-torch`` and quantized by ``ai-edge-quantizer`` (``lowering``), its buffers inside the
+inputs, converted by ``litert-torch`` and quantized by ``litert-quantizer`` (``lowering``), its buffers inside the
 flatbuffer and stored once (``flatbuffer``), MediaPipe Tasks Text's metadata (``mediapipe``) beside our own entries
 (``embedding``), run in LiteRT's interpreter with XNNPACK (``runner``), what a file holds (``inspection``), whether it
 is sound (``validation``), how an app calls it (``convention``). The format's side of the contract in ``..base``;
-litert_torch, ai_edge_quantizer, ai_edge_litert and mediapipe are imported only here."""
+litert_torch, litert_quantizer, ai_edge_litert and mediapipe are imported only here."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def dedupe(model: Any) -> int:
 
 def nonzero_scales(model: Any) -> int:
     """Give every quantization scale below float32's smallest normal number (a weight row of zeros or of
-    denormals: ai-edge-quantizer writes a scale of 0 or a denormal, which XNNPACK refuses for 4-bit weights) that
+    denormals: litert-quantizer writes a scale of 0 or a denormal, which XNNPACK refuses for 4-bit weights) that
     smallest normal number, in place: what the row's codes mean stays within 1e-37 of 0. Returns how many scales
     were changed."""
     changed = 0

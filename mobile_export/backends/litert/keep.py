@@ -1,4 +1,4 @@
-"""A repair's fp32 Linears in the .tflite: ai-edge-quantizer chooses per op by a regex over the op's scope (its
+"""A repair's fp32 Linears in the .tflite: litert-quantizer chooses per op by a regex over the op's scope (its
 output tensor's name, which litert-torch builds from fused module paths, several modules per op); so the matmuls
 whose weights are the kept Linears' (found by value, a LayerNorm-scaled copy included) get an output name of their
 own, which one ``no_quantize`` entry of the recipe matches."""

@@ -1,5 +1,5 @@
 """The .tflite: the model at one fixed sequence length with int32 inputs named as MediaPipe's text tasks expect,
-converted by Google's ``litert-torch`` and quantized by ``ai-edge-quantizer``; its weights kept inside the flatbuffer
+converted by Google's ``litert-torch`` and quantized by ``litert-quantizer``; its weights kept inside the flatbuffer
 and equal buffers stored once."""
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from .unfold import unfold
 if TYPE_CHECKING:
     import torch
 
-# ai-edge-quantizer's recipe per precision. int8: dynamic range (int8 per-channel weights, activations quantized per
+# litert-quantizer's recipe per precision. int8: dynamic range (int8 per-channel weights, activations quantized per
 # tensor at run time: XNNPACK's int8 kernels), measured against weight-only int8 (weights dequantized, float math) in
 # BENCHMARKS "LiteRT": the dynamic recipe is the one whose latency beats fp32's on the phone's CPU.
 RECIPES = {Quant.INT8: "dynamic_wi8_afp32", Quant.INT4: "dynamic_wi4_afp32"}
-BLOCKS = (32, 64, 128, 256)  # the 4-bit block sizes ai-edge-quantizer offers (``QuantGranularity``)
+BLOCKS = (32, 64, 128, 256)  # the 4-bit block sizes litert-quantizer offers (``QuantGranularity``)
 
 
 def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> ExportStats:
@@ -63,7 +63,7 @@ def export(wrapper: torch.nn.Module, plan: Plan, dest: Path, progress: Any) -> E
             recipe = RECIPES.get(plan.quant)
             if recipe is not None:
                 kept = f", {len(plan.keep)} Linears kept fp32" if plan.keep else ""
-                with progress.step(f"litert: {recipe} (ai-edge-quantizer){kept}"):
+                with progress.step(f"litert: {recipe} (litert-quantizer){kept}"):
                     data = _quantized(fp32, recipe, bool(plan.keep), block)
             else:
                 data = fp32.read_bytes()
@@ -102,13 +102,13 @@ def _weight(wrapper: torch.nn.Module, name: str) -> Any:
 
 
 def _quantized(path: Path, recipe: str, keep: bool = False, block: int | None = None) -> bytes:
-    """The model at ``path`` quantized by ai-edge-quantizer's ``recipe``, as bytes. ``keep``: the matmuls
+    """The model at ``path`` quantized by litert-quantizer's ``recipe``, as bytes. ``keep``: the matmuls
     ``keep.mark_kept`` marked left float; ``block``: 4-bit weights in blocks of that many input values (as the other
     formats' int4 groups), those ``keep.mark_per_channel`` marked one scale per row (a later recipe entry wins)."""
     import copy
 
-    from ai_edge_quantizer import quantizer
-    from ai_edge_quantizer import recipe as recipes
+    from litert_quantizer import quantizer
+    from litert_quantizer import recipe as recipes
 
     entries = list(getattr(recipes, recipe)())
     if block is not None:
@@ -123,7 +123,7 @@ def _quantized(path: Path, recipe: str, keep: bool = False, block: int | None = 
         q.load_quantization_recipe(entries)
         result = q.quantize()
     if result.quantized_model is None:
-        raise RuntimeError(f"ai-edge-quantizer's {recipe} returned no model")
+        raise RuntimeError(f"litert-quantizer's {recipe} returned no model")
     return bytes(result.quantized_model)
 
 

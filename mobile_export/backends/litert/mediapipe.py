@@ -164,7 +164,7 @@ def attach(
 
 
 def external_buffers(model_bytes: bytes) -> int:
-    """How many buffers of a .tflite are stored after its flatbuffer (ai-edge-quantizer writes those of 256 KiB and
+    """How many buffers of a .tflite are stored after its flatbuffer (litert-quantizer writes those of 256 KiB and
     more there; MediaPipe's writer re-packs the flatbuffer alone and loses them)."""
     from ai_edge_litert import schema_py_generated as schema
 
