@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from mobile_export import Backend, BadInputError, ExportOptions, export, load, parity_check
+from mobile_export.cli.run import run as run_texts
 from mobile_export.core.choices import POOLINGS
 from mobile_export.core.progress import Progress, Silent
 from mobile_export.exporter.context import ExportRun
@@ -168,6 +169,15 @@ def test_a_sentence_folder_exports_what_its_library_encodes(bert, tmp_path):
         assert "query" in str(caught.value) and "document" in str(caught.value)
     alone = load(result.out / "model.onnx")  # the file alone: its bundle's card carries the head and its prompts
     assert alone.prompts == PROMPTS
+    # `run --prompt query`: the same vectors as the library's with the prompt; a prompt it does not name is refused
+    printed = io.StringIO()
+    run_texts(str(result.out), TEXTS, "onnx", as_json=True, stdout=printed, prompt="query")
+    got = np.array([json.loads(line)["result"]["embedding"] for line in printed.getvalue().splitlines()])
+    cosine = (got * queries).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(queries, axis=1)
+    assert cosine.min() >= 0.99, ("run --prompt", cosine)
+    with pytest.raises(BadInputError, match="--prompt search: not one this export names; it names: ") as caught:
+        run_texts(str(result.out), TEXTS, "onnx", prompt="search")
+    assert "query" in str(caught.value) and "document" in str(caught.value)
 
 
 @pytest.mark.full

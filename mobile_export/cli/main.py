@@ -176,7 +176,7 @@ def _cmd_size(args) -> int:
 def _cmd_run(args) -> int:
     from .run import run
 
-    run(args.folder, args.texts, args.backend, args.json, args.context, args.top_k, args.threads)
+    run(args.folder, args.texts, args.backend, args.json, args.context, args.top_k, args.threads, prompt=args.prompt)
     return int(ExitCode.OK)
 
 

@@ -288,6 +288,12 @@ def _run_args(rn: argparse.ArgumentParser) -> None:
         "--top-k", type=int, help=f"fill-mask: candidates per [MASK] (default {DEFAULT_TOP_K}; other tasks refuse it)"
     )
     rn.add_argument("--threads", type=int, help="runtime threads (default: the runtime's)")
+    rn.add_argument(
+        "--prompt",
+        metavar="NAME",
+        help="feature-extraction: put the prompt NAME of the export's manifest (a sentence-transformers folder's, "
+        "e.g. query) before each text, as the model was trained",
+    )
 
 
 def _backend_arg(p: argparse.ArgumentParser, help: str, repeat: bool) -> None:

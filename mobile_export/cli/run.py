@@ -43,6 +43,7 @@ def run(
     threads: int | None = None,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
+    prompt: str | None = None,
 ) -> int:
     """Run every artifact of ``out_dir`` (or the one of ``backend``) on the texts and print what the task means;
     returns how many texts ran. BadInputError (exit 2) at the end when one or more could not run."""
@@ -61,13 +62,14 @@ def run(
     if not texts and stdin is None and sys.stdin.isatty():
         raise BadInputError("no text: pass texts as arguments or one per line on stdin")
     predictors = [Predictor(folder, a, threads=threads) for a in chosen]
+    prefix = _prompt_text(predictors[0], prompt) if prompt is not None else ""
     count = bad = 0
     for n, (text, ctx) in enumerate(_inputs(texts, stdin or sys.stdin, context, qa), start=1):
         try:
             if qa and ctx is None:
                 raise BadInputError("question-answering needs a context: pass --context, or question<TAB>context lines")
-            kept, whole = predictors[0].tokens(text, ctx)
-            results = [(p, p.predict(text, ctx, top_k=top_k or DEFAULT_TOP_K)) for p in predictors]
+            kept, whole = predictors[0].tokens(prefix + text, ctx)
+            results = [(p, p.predict(prefix + text, ctx, top_k=top_k or DEFAULT_TOP_K)) for p in predictors]
         except BadInputError as exc:  # this text, not the command: say which and go on
             print(f"mobile-export: text {n} ({text[:40]!r}): {exc}", file=sys.stderr, flush=True)
             bad += 1
@@ -79,6 +81,16 @@ def run(
     if not count:
         raise BadInputError("no text: pass texts as arguments or one per line on stdin")
     return count
+
+
+def _prompt_text(predictor: Predictor, name: str) -> str:
+    """The text of the prompt ``name`` the export names; BadInputError naming the ones it has."""
+    if predictor.task.name != "feature-extraction":
+        raise BadInputError(f"--prompt is for feature-extraction exports; this one is {predictor.task.name}")
+    prompts = predictor.prompts
+    if name not in prompts:
+        raise BadInputError(f"--prompt {name}: not one this export names; it names: {', '.join(prompts) or 'none'}")
+    return prompts[name]
 
 
 def _print(
