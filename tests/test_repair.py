@@ -1,6 +1,7 @@
-"""--repair: an int8 export that fails its gate because of outlier channels is repaired and passes the same
-gate; a broken artifact is still refused with repair on; a model that passes plain int8 is not touched; every
-int8 report says where the error comes from."""
+"""Outlier channels: those an exact fold absorbs are folded before lowering at no byte cost; an int8 export that
+fails its gate because of others is repaired by --repair and passes the same gate; a broken artifact is still
+refused with repair on; a model without outliers is not touched; every int8 report says where the error comes
+from."""
 
 from __future__ import annotations
 
@@ -34,57 +35,65 @@ def _failed_report(out):
     return json.loads((out / "report.failed.json").read_text())
 
 
-def test_exact_outliers_are_repaired_and_pass(planted, shared_export):
+def test_exact_outliers_are_folded_before_lowering_at_no_byte_cost(planted, shared_export, tmp_path):
+    """Outlier channels a pair of layers rescales exactly are folded before anything is lowered: the files pass
+    with no repair, each the bytes of the plain file (same graph, same shapes), far above it; the report, report.md
+    and the summary say what was folded and what the emulation gained."""
     result = shared_export(planted, ExportOptions())
     report = result.report
-    assert result.passed and report["repair"]["applied"] == "smooth"
+    assert result.passed and report["repair"] is None
+    folds = report["folds"]
+    assert folds["taken"] and folds["stored_bytes"] == 0
+    assert {c["consumer"] for c in folds["changes"]} == set(READERS)
+    emulated = folds["emulated_sqnr_db"]["token"]  # both CPU formats quantize activations per token
+    assert emulated["before"] < 20 <= emulated["after"] and emulated["lowest_after"] > emulated["lowest_before"]
+    with pytest.raises(ParityError):  # the same export without any change: refused, its files' sizes recorded
+        export(planted, tmp_path / "plain", ExportOptions(repair=Repair.OFF, measure_memory=False))
+    plain = {a["file"]: a for a in _failed_report(tmp_path / "plain")["artifacts"]}
+    for a in report["artifacts"]:  # what was written is the folded artifact, judged by the gate
+        assert a["parity"]["passed"] and a["sha256"] == sha256_file(result.out / a["file"])
+        unbundled = {k: r["bytes"] - r["size"]["bundle_bytes"] for k, r in (("folded", a), ("plain", plain[a["file"]]))}
+        assert unbundled["folded"] == unbundled["plain"], (a["file"], unbundled)  # the card records --repair too
+        assert a["parity"]["sqnr_db"] > plain[a["file"]]["parity"]["sqnr_db"] + 12
+    inputs = {i["weight"]: i for i in report["diagnosis"]["inputs"]}
+    assert not any(inputs[r]["outliers"] for r in READERS)  # the diagnosis of the folded model finds none left
+    md = (result.out / "report.md").read_text()
+    assert "- exact folds (folded, +0 bytes; emulated int8 token" in md
+    assert "exact folds: 48 channels in 2 weight pairs folded, +0 B" in summary(report)
+
+
+def test_a_fold_that_does_not_gain_is_left_to_the_repair(planted, tmp_path, monkeypatch):
+    """When the emulation says the folds gain too little they are not taken: the plain files are lowered, the
+    gate refuses them, the smooth repair folds and passes them, and the error by depth of each, read in its real
+    runtime through the layer loop before and after, agrees with the emulation of its runtime."""
+    from mobile_export.exporter import folding
+
+    monkeypatch.setattr(folding, "MIN_GROUP_GAIN_DB", 1e9)
+    result = export(planted, tmp_path / "o", ExportOptions(measure_memory=False))
+    report = result.report
+    assert result.passed and not report["folds"]["taken"] and report["repair"]["applied"] == "smooth"
     (attempt,) = report["repair"]["attempts"]
     assert {c["consumer"] for c in attempt["changes"]} == set(READERS)
     outcomes = {o["file"]: o for o in attempt["artifacts"]}
     assert set(outcomes) == {"model.pte", "model.onnx"}
+    runtime = report["diagnosis"]["runtime_depth_sqnr_db"]
+    emulated = report["diagnosis"]["emulated"]["token"]["depth_sqnr_db"]
     for o in outcomes.values():
         assert o["before_sqnr_db"] < 20 <= o["after_sqnr_db"] and o["passed"], o  # plain failed, repaired passes
-        assert o["after_sqnr_db"] > o["before_sqnr_db"] + 12
         assert o["bytes_after"] == o["bytes_before"]  # same graph, same shapes: a fold costs no byte
-        # what the device feels, plain and repaired, each in a fresh process as bench measures it
-        assert o["cost_tokens"] == min(128, report["options"]["max_seq_len"]), o
-        assert all(o[k] > 0 for k in ("latency_ms_before", "latency_ms_after", "model_rss_before", "model_rss_after"))
-    for a in report["artifacts"]:  # what was written is the repaired artifact, judged by the gate
-        assert a["parity"]["passed"] and a["sha256"] == sha256_file(result.out / a["file"])
+        before = runtime[o["file"]]
+        assert len(before) == 2 == len(emulated)  # the tiny model's two runs of the shared layer
+        assert all(abs(real - emu) < 3.0 for real, emu in zip(before, emulated)), (before, emulated)
+        assert max(before) < 20 and all(a > b + 12 for a, b in zip(o["after_depth_sqnr_db"], before)), (o, before)
     inputs = {i["weight"]: i for i in report["diagnosis"]["inputs"]}
     for r in READERS:  # the diagnosis names the planted channels where they are read
         assert {o["channel"] for o in inputs[r]["outliers"]} == set(PLANTED)
     assert not inputs[f"{LAYER}.attention.query"]["outliers"]
     md = (result.out / "report.md").read_text()
-    assert "int8 repair (--repair auto; kept: smooth)" in md and "outlier channels (x median)" in md
-    assert "repair smooth:" in summary(report)
-    assert "model RAM" in summary(report) and "ms at" in summary(report)
-    assert "tokens (bench) | model RAM | verdict |" in md
-
-
-def test_error_by_depth_is_measured_in_each_runtime_through_the_layer_loop(planted, shared_export):
-    """Each artifact's hidden state after each depth, read in its real runtime through its layer loop, before
-    and after the repair; the plain artifacts' figures agree with the emulation of their runtime."""
-    result = shared_export(planted, ExportOptions())
-    report = result.report
-    diagnosis = report["diagnosis"]
-    runtime = diagnosis["runtime_depth_sqnr_db"]
-    assert set(runtime) == {"model.pte", "model.onnx"}
-    granularity = {"model.pte": "token", "model.onnx": "token"}  # both quantize activations per token
-    emulated = {f: diagnosis["emulated"][g]["depth_sqnr_db"] for f, g in granularity.items()}
-    for file, depths in runtime.items():
-        assert len(depths) == 2 == len(emulated[file])  # the tiny model's two runs of the shared layer
-        for real, emu in zip(depths, emulated[file]):
-            assert abs(real - emu) < 3.0, (file, depths, emulated[file])
-        assert max(depths) < 20  # the planted channels cost every depth
-    (attempt,) = report["repair"]["attempts"]
-    for o in attempt["artifacts"]:
-        before = runtime[o["file"]]
-        assert len(o["after_depth_sqnr_db"]) == len(before)
-        assert all(a > b + 12 for a, b in zip(o["after_depth_sqnr_db"], before)), (o, before)
-    md = (result.out / "report.md").read_text()
+    assert "exact folds (not folded (no gain)" in md and "int8 repair (--repair auto; kept: smooth)" in md
     assert "| depth | ExecuTorch runtime / ONNX Runtime (per token), emulated |" in md
     assert "model.onnx repaired (smooth), real |" in md
+    assert "repair smooth:" in summary(report)
     html = (result.out / "report.html").read_text()
     assert "int8 error by depth: the hidden state after each run of the shared layer" in html
 
@@ -118,7 +127,7 @@ def test_repair_off_refuses_and_says_where_the_error_comes_from(planted, tmp_pat
         export(planted, out, ExportOptions(backends=(Backend.ONNX,), repair=Repair.OFF, measure_memory=False))
     assert err.value.exit_code == ExitCode.PARITY_FAILED
     failed = _failed_report(out)
-    assert failed["repair"] is None
+    assert failed["repair"] is None and failed["folds"] is None  # --repair off: nothing changed, not even a fold
     emulated = failed["diagnosis"]["emulated"]["token"]
     by = {w["weight"]: w for w in emulated["weights"]}
     # quantized alone, the weights that read the planted channels cost the most
@@ -148,8 +157,9 @@ def test_a_broken_artifact_is_still_refused_with_repair_on(planted, tmp_path, mo
     with pytest.raises(ParityError, match="parity check failed"):
         export(planted, out, ExportOptions(backends=(Backend.ONNX,), measure_memory=False))
     failed = _failed_report(out)
+    assert failed["folds"]["taken"]  # the outliers were folded before lowering: the smooth repair finds none
     smooth, scales, mixed = failed["repair"]["attempts"]
-    assert smooth["method"] == "smooth" and smooth["changes"] and not smooth["passed"]
+    assert smooth["method"] == "smooth" and smooth["note"] == NOTHING_TO_FOLD and not smooth["passed"]
     assert scales["method"] == "scales" and not scales["passed"]
     # the emulated int8 of the (smoothed) model clears the gate: no weight is kept fp32, nothing re-exported
     assert mixed["method"] == "mixed" and mixed["note"] == NOTHING_TO_KEEP and not mixed["artifacts"]
@@ -165,7 +175,7 @@ def test_a_model_that_passes_plain_int8_is_not_touched(tiny_checkpoint, tmp_path
     for mode in (Repair.OFF, Repair.AUTO):
         options = ExportOptions(backends=(Backend.ONNX,), repair=mode, measure_memory=False)
         result = export(ckpt, tmp_path / mode.value, options)
-        assert result.passed and result.report["repair"] is None
+        assert result.passed and result.report["repair"] is None and result.report["folds"] is None
         digests[mode] = {a["file"]: a["sha256"] for a in result.report["artifacts"]}
         inputs = result.report["diagnosis"]["inputs"]
         assert inputs and not any(i["outliers"] for i in inputs)

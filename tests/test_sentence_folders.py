@@ -140,68 +140,55 @@ def test_an_unknown_module_is_refused_and_a_plain_checkpoint_is_not_a_sentence_f
     assert read_sentence_modules(folder) is None  # token embeddings: the transformer's own output
 
 
+def _cosines(got, want):
+    return (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+
+
 @pytest.mark.full
-def test_a_sentence_folder_exports_what_its_library_encodes(bert, tmp_path):
-    """The folder exported with no flags gives, in each CPU format, the vectors sentence-transformers' own
-    ``encode`` gives (cosine >= 0.99 on every text)."""
+def test_a_sentence_folder_exports_what_its_library_encodes_in_every_format(bert, tmp_path):
+    """A folder whose pooling concatenates every mode but cls (each lowers to its own operators: the sums, the
+    maximum, the position weights, the last token, the square root), then a Dense projection and Normalize, with
+    prompts, exported with no flags to every format: each file gives the library's ``encode`` (cosine >= 0.99 on
+    every text) through ``load``; the projection is stored quantized; the prompts reach the manifest, the file's own
+    card, ``Predictor.encode(prompt=)`` and ``run --prompt``; a later parity check reads the head again."""
     from sentence_transformers import SentenceTransformer
 
-    folder = _st_folder(bert, tmp_path / "st")
+    pooling = ("mean", "max", "weightedmean", "lasttoken", "mean_sqrt_len_tokens")
+    folder = _st_folder(bert, tmp_path / "st", pooling=pooling, dense=True)
     library = SentenceTransformer(str(folder), device="cpu")
     want = library.encode(TEXTS)
     queries = library.encode(TEXTS, prompt_name="query")  # the prompt's text put before each text
-    result = export(folder, tmp_path / "out", ExportOptions(backends=(Backend.EXECUTORCH, Backend.ONNX),
-                                                           measure_memory=False))
+    formats = (Backend.EXECUTORCH, Backend.ONNX, Backend.QNN, Backend.LITERT)
+    result = export(folder, tmp_path / "out", ExportOptions(backends=formats, measure_memory=False))
     assert result.passed
     manifest = json.loads((result.out / "manifest.json").read_text())
     assert manifest["head"]["from"] == "modules.json" and manifest["head"]["prompts"] == PROMPTS
+    assert manifest["head"]["pooling"] == "+".join(pooling) and len(manifest["head"]["projections"]) == 1
+    for artifact in result.report["artifacts"]:  # the projection is stored quantized: far below its fp32 bytes
+        assert 0 < artifact["size"]["groups"]["task head"] < 160 * 16 * 4 // 2, artifact["backend"]
+    for backend in formats:
+        predictor = load(result.out, backend=backend.value)
+        got = np.stack([predictor.encode(text).vector.reshape(-1) for text in TEXTS])
+        assert got.shape == want.shape
+        assert _cosines(got, want).min() >= 0.99, (backend, _cosines(got, want))
+        assert predictor.prompts == PROMPTS
     for backend in ("executorch", "onnx"):
         predictor = load(result.out, backend=backend)
-        got = np.stack([predictor.encode(text).vector.reshape(-1) for text in TEXTS])
-        cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
-        assert cosine.min() >= 0.99, (backend, cosine)
-        assert predictor.prompts == PROMPTS
         got = np.stack([predictor.encode(text, prompt="query").vector.reshape(-1) for text in TEXTS])
-        cosine = (got * queries).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(queries, axis=1)
-        assert cosine.min() >= 0.99, (backend, "query", cosine)
-        with pytest.raises(BadInputError, match="prompt 'search' is not one this export names") as caught:
-            predictor.encode(TEXTS[0], prompt="search")
-        assert "query" in str(caught.value) and "document" in str(caught.value)
+        assert _cosines(got, queries).min() >= 0.99, (backend, "query", _cosines(got, queries))
+    with pytest.raises(BadInputError, match="prompt 'search' is not one this export names") as caught:
+        predictor.encode(TEXTS[0], prompt="search")
+    assert "query" in str(caught.value) and "document" in str(caught.value)
     alone = load(result.out / "model.onnx")  # the file alone: its bundle's card carries the head and its prompts
     assert alone.prompts == PROMPTS
     # `run --prompt query`: the same vectors as the library's with the prompt; a prompt it does not name is refused
     printed = io.StringIO()
     run_texts(str(result.out), TEXTS, "onnx", as_json=True, stdout=printed, prompt="query")
     got = np.array([json.loads(line)["result"]["embedding"] for line in printed.getvalue().splitlines()])
-    cosine = (got * queries).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(queries, axis=1)
-    assert cosine.min() >= 0.99, ("run --prompt", cosine)
+    assert _cosines(got, queries).min() >= 0.99, ("run --prompt", _cosines(got, queries))
     with pytest.raises(BadInputError, match="--prompt search: not one this export names; it names: ") as caught:
         run_texts(str(result.out), TEXTS, "onnx", prompt="search")
     assert "query" in str(caught.value) and "document" in str(caught.value)
-
-
-@pytest.mark.full
-def test_every_pooling_and_a_dense_module_export_in_every_format(bert, tmp_path):
-    """The poolings that each lower to their own operators (the maximum, the position weights, the last token, the
-    square root), concatenated, then a Dense projection (quantized like the encoder's Linears) and Normalize: each
-    format's file gives the library's vectors (cosine >= 0.99 on every text) through ``load``."""
-    from sentence_transformers import SentenceTransformer
-
-    pooling = ("max", "weightedmean", "lasttoken", "mean_sqrt_len_tokens")
-    folder = _st_folder(bert, tmp_path / "st", pooling=pooling, dense=True)
-    want = SentenceTransformer(str(folder), device="cpu").encode(TEXTS)
-    formats = (Backend.EXECUTORCH, Backend.ONNX, Backend.QNN, Backend.LITERT)
-    result = export(folder, tmp_path / "out", ExportOptions(backends=formats, measure_memory=False))
-    assert result.passed
-    report = json.loads((result.out / "report.json").read_text())
-    for artifact in report["artifacts"]:  # the projection is stored quantized: far below its fp32 bytes
-        assert 0 < artifact["size"]["groups"]["task head"] < 128 * 16 * 4 // 2, artifact["backend"]
-    for backend in formats:
-        predictor = load(result.out, backend=backend.value)
-        got = np.stack([predictor.encode(text).vector.reshape(-1) for text in TEXTS])
-        assert got.shape == want.shape
-        cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
-        assert cosine.min() >= 0.99, (backend, cosine)
     # a later parity check reads the head from the manifest, its projection's weights from the folder again
     checked = parity_check(folder, [result.out / "model.onnx"])
     assert checked["artifacts"][0]["parity"]["passed"]

@@ -262,6 +262,9 @@ def _check_added_tokens(spec: dict) -> None:
 def on_device_spec(tokenizer) -> tuple[dict, dict]:
     """(tokenizer.json dict, char_table dict) for ``tokenizer``; UnsupportedError if Java cannot match it."""
     spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    # the truncation and padding of the Python tokenizer's last call, not the tokenizer's own: written as they were,
+    # the file depended on which texts the export had tokenized last; the app and ``run`` set both per call
+    spec["truncation"] = spec["padding"] = None
     _check_added_tokens(spec)
     model = spec.get("model") or {}
     norm = spec.get("normalizer") or {}

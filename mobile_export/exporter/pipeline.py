@@ -1,4 +1,5 @@
-"""The export, as a story: start (refuse what cannot work, load the checkpoint) -> lower each format -> check
+"""The export, as a story: start (refuse what cannot work, load the checkpoint) -> the exact folds that cost no byte
+-> lower each format -> check
 each artifact in its real runtime -> diagnose int8 -> repair what the gate refused -> the app's assets (bundled in each
 artifact too) and each artifact's size -> the report -> refuse, or publish every file at once.
 
@@ -23,6 +24,7 @@ from ..reports.assembly import build_report
 from ..reports.records import kept_fp32
 from .check import check_lowered
 from .context import ExportRun
+from .folding import fold_free
 from .bundling import bundle_assets
 from .precompiled import precompile_all
 from . import lowering
@@ -78,6 +80,7 @@ def export(
     out = Path(out)
     run = ExportRun.start(source, out, options or ExportOptions(), progress or Silent())
     try:
+        folds = fold_free(run)
         lowered, replaced = lower_all(run)
         checked = check_lowered(run, lowered)
         diagnosis = diagnose_int8(run, lowered)
@@ -106,6 +109,7 @@ def export(
             timings=run.progress.timings,
             diagnosis=diagnosis_json(diagnosis, npu_diagnosis),
             repair=repair_json,
+            folds=folds.to_json() if folds is not None else None,
         )
         refuse_failures(run, report, sizes)
         written += write_report_files(run, report, checked, written)

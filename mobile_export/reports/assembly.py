@@ -70,10 +70,11 @@ def build_report(
     timings: dict[str, float] | None = None,
     diagnosis: dict | None = None,
     repair: dict | None = None,
+    folds: dict | None = None,
 ) -> ReportRecord:
     """The one report both commands write: model, options, parity data, each artifact (with its size section,
     ``export``, or its path as given, ``parity``), cross-runtime agreement, versions and the checking host; the
-    export's budget and verdict, stage timings (rounded to 0.01 s), int8 diagnosis and repair."""
+    export's budget and verdict, stage timings (rounded to 0.01 s), int8 diagnosis, the exact folds and repair."""
     size_of: list[SizeEntry | None] = [None] * len(checked.results) if sizes is None else list(sizes)
     path_of: list[str | None] = [None] * len(checked.results) if paths is None else list(paths)
     return ReportRecord(
@@ -90,4 +91,5 @@ def build_report(
         timings_seconds={k: round(v, 2) for k, v in (timings or {}).items()},
         diagnosis=diagnosis,
         repair=repair,
+        folds=folds,
     )

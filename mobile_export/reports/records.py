@@ -18,7 +18,7 @@ from ..parity.metrics import ParityResult
 from ..parity.plots import CrossRuntime, PlotData
 
 # The version of report.json's layout; docs/report-schema.md says what each changed.
-REPORT_SCHEMA = 10
+REPORT_SCHEMA = 11
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class ReportRecord:
     timings_seconds: dict[str, float] = field(default_factory=dict)
     diagnosis: dict[str, Any] | None = None  # where int8's error comes from (>= 6, int8 exports)
     repair: dict[str, Any] | None = None  # what --repair tried and kept (>= 6, when it ran)
+    folds: dict[str, Any] | None = None  # the exact folds found before lowering, taken or not (>= 11, int8)
     schema_version: int = REPORT_SCHEMA
 
     @property
@@ -109,6 +110,7 @@ class ReportRecord:
             "within_budget": self.within_budget,
             "diagnosis": self.diagnosis,
             "repair": self.repair,
+            "folds": self.folds,
         }
 
     @classmethod
@@ -129,6 +131,7 @@ class ReportRecord:
             timings_seconds=dict(report.get("timings_seconds") or {}),
             diagnosis=report.get("diagnosis"),
             repair=report.get("repair"),
+            folds=report.get("folds"),
             schema_version=int(report.get("schema_version", REPORT_SCHEMA)),
         )
 

@@ -19,6 +19,14 @@ def _cost_change(o: dict) -> str:
     return f", model RAM {ram:+.1f} MiB, {ms:+.0f}% ms at {o['cost_tokens']} tokens"
 
 
+def _folds_line(f: dict) -> str:
+    """The CLI's line on the exact folds taken (or not) before lowering."""
+    moved = sum(c["channels_rescaled"] for c in f["changes"])
+    gains = ", ".join(f"{g} {e['before']:.1f} -> {e['after']:.1f} dB" for g, e in f["emulated_sqnr_db"].items())
+    verb = "folded" if f["taken"] else "not folded (no gain)"
+    return f"exact folds: {moved} channels in {len(f['changes'])} weight pairs {verb}, +0 B; emulated int8 {gains}"
+
+
 def _repair_summary(r: dict) -> list[str]:
     """The CLI's lines on --repair: what each attempt changed and what it did to each artifact."""
     lines = []
@@ -100,6 +108,7 @@ def summary(report: dict) -> str:
                 else ""
             )
         )
+    lines += [_folds_line(record.folds)] if record.folds else []
     lines += _repair_summary(record.repair or {})
     h = record.host
     if h:

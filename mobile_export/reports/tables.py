@@ -375,6 +375,12 @@ def summary_lines(report: ReportRecord) -> list[str]:
         f"SQNR {num(t.min_sqnr_db, '.1f')} dB, per-example SQNR {num(t.min_example_sqnr_db, '.1f')} dB",
         f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
     ]
+    if report.folds:
+        f = report.folds
+        pairs = "; ".join(f"{c['producer']} -> {c['consumer']}" for c in f["changes"])
+        gains = ", ".join(f"{g} {e['before']:.1f} -> {e['after']:.1f} dB" for g, e in f["emulated_sqnr_db"].items())
+        verb = "folded" if f["taken"] else "not folded (no gain)"
+        lines.append(f"- exact folds ({verb}, +0 bytes; emulated int8 {gains}): {pairs}")
     if report.repair:
         lines.append(
             f"- int8 repair: {report.repair.get('applied') or 'none passed'} (--repair {report.repair.get('mode')})"
