@@ -13,6 +13,7 @@ from typing import Any
 from .. import backends
 from ..core.choices import Quant, Repair
 from ..parity.diagnosis import Emulation, quantized_linears
+from ..reports.summary import folds_line
 from .context import ExportRun
 from .repair.methods import MIN_GROUP_GAIN_DB, fold_changes, smoothed
 
@@ -25,12 +26,6 @@ class FreeFolds:
     changes: list[dict[str, Any]]
     emulated: dict[str, tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=dict)
     taken: bool = False
-
-    def line(self) -> str:
-        """One line for the export's progress and summary."""
-        gains = ", ".join(f"{g} {b[0]:.1f} -> {a[0]:.1f} dB" for g, (b, a) in self.emulated.items())
-        verb = "folded" if self.taken else "not folded (no gain)"
-        return f"exact folds: {len(self.changes)} outlier pair(s) {verb}, +0 bytes; emulated int8 {gains}"
 
     def to_json(self) -> dict[str, Any]:
         """report.json's ``folds``."""
@@ -69,5 +64,5 @@ def fold_free(run: ExportRun) -> FreeFolds | None:
     found.taken = all(a[0] >= b[0] + MIN_GROUP_GAIN_DB and a[1] >= b[1] for b, a in found.emulated.values())
     if found.taken:
         run.loaded = folded
-    run.progress.say(found.line())
+    run.progress.say(folds_line(found.to_json()))
     return found

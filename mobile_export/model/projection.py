@@ -10,16 +10,10 @@ from pathlib import Path
 import torch
 
 from ..core.errors import CheckpointError
-from ..core.heads import Projection
+from ..core.heads import ACTIVATIONS, Projection
 
-_ACTIVATIONS = {
-    "Tanh": torch.nn.Tanh,
-    "Identity": torch.nn.Identity,
-    "ReLU": torch.nn.ReLU,
-    "GELU": torch.nn.GELU,
-    "Sigmoid": torch.nn.Sigmoid,
-    "SiLU": torch.nn.SiLU,
-}
+# the allowlist's names are torch.nn's own classes
+_ACTIVATIONS = {name: getattr(torch.nn, name) for name in ACTIVATIONS}
 
 
 class Dense(torch.nn.Module):
@@ -29,15 +23,17 @@ class Dense(torch.nn.Module):
         super().__init__()
         self.linear = torch.nn.Linear(spec.in_features, spec.out_features, bias=spec.bias)
         self.activation = _ACTIVATIONS[spec.activation]()
-        self.add_residual = spec.residual
-        if spec.residual and spec.in_features != spec.out_features:
-            self.residual = torch.nn.Linear(spec.in_features, spec.out_features, bias=False)
+        # the residual: none, the input itself, or the input projected to the output's width
+        self.residual: torch.nn.Module | None = None
+        if spec.residual:
+            same = spec.in_features == spec.out_features
+            self.residual = (
+                torch.nn.Identity() if same else torch.nn.Linear(spec.in_features, spec.out_features, bias=False)
+            )
 
     def forward(self, x):
         out = self.activation(self.linear(x))
-        if not self.add_residual:
-            return out
-        return out + (self.residual(x) if hasattr(self, "residual") else x)
+        return out if self.residual is None else out + self.residual(x)
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -59,9 +55,9 @@ def load_projection(root: Path, spec: Projection) -> Dense:
     """The Dense module of ``spec`` with the weights stored in its folder under ``root``; CheckpointError when they
     are missing or do not fit its config."""
     module = Dense(spec)
-    stored = _weights(root / spec.path)
+    stored, own = _weights(root / spec.path), module.state_dict()
     try:
-        module.load_state_dict({k: v for k, v in stored.items() if k in module.state_dict()}, strict=True)
+        module.load_state_dict({k: v for k, v in stored.items() if k in own}, strict=True)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0]
         raise CheckpointError(

@@ -7,7 +7,7 @@ from .. import backends
 from ..backends.base import Capability
 from ..core.figures import mib
 from .records import ReportRecord
-from .tables import change_words, memory_of, num, pct, sharing_words
+from .tables import change_words, fold_outcome, memory_of, num, pct, sharing_words
 
 
 def _cost_change(o: dict) -> str:
@@ -19,11 +19,11 @@ def _cost_change(o: dict) -> str:
     return f", model RAM {ram:+.1f} MiB, {ms:+.0f}% ms at {o['cost_tokens']} tokens"
 
 
-def _folds_line(f: dict) -> str:
-    """The CLI's line on the exact folds taken (or not) before lowering."""
+def folds_line(f: dict) -> str:
+    """The line on the exact folds taken (or not) before lowering (report.json's ``folds``): the CLI's summary and
+    the export's progress."""
     moved = sum(c["channels_rescaled"] for c in f["changes"])
-    gains = ", ".join(f"{g} {e['before']:.1f} -> {e['after']:.1f} dB" for g, e in f["emulated_sqnr_db"].items())
-    verb = "folded" if f["taken"] else "not folded (no gain)"
+    verb, gains = fold_outcome(f)
     return f"exact folds: {moved} channels in {len(f['changes'])} weight pairs {verb}, +0 B; emulated int8 {gains}"
 
 
@@ -108,7 +108,7 @@ def summary(report: dict) -> str:
                 else ""
             )
         )
-    lines += [_folds_line(record.folds)] if record.folds else []
+    lines += [folds_line(record.folds)] if record.folds else []
     lines += _repair_summary(record.repair or {})
     h = record.host
     if h:

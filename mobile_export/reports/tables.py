@@ -301,6 +301,13 @@ def _npu_sections(d: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def fold_outcome(f: dict) -> tuple[str, str]:
+    """(whether the exact folds were taken, the emulated SQNR before -> after per granularity) of report.json's
+    ``folds``."""
+    gains = ", ".join(f"{g} {e['before']:.1f} -> {e['after']:.1f} dB" for g, e in f["emulated_sqnr_db"].items())
+    return ("folded" if f["taken"] else "not folded (no gain)"), gains
+
+
 def _repair_sections(r: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """What --repair tried: each method, what it changed, each artifact before and after."""
     if not r.get("attempts"):
@@ -376,10 +383,8 @@ def summary_lines(report: ReportRecord) -> list[str]:
         f"- verdict: **{'PASS' if report.passed else 'FAIL'}**",
     ]
     if report.folds:
-        f = report.folds
-        pairs = "; ".join(f"{c['producer']} -> {c['consumer']}" for c in f["changes"])
-        gains = ", ".join(f"{g} {e['before']:.1f} -> {e['after']:.1f} dB" for g, e in f["emulated_sqnr_db"].items())
-        verb = "folded" if f["taken"] else "not folded (no gain)"
+        verb, gains = fold_outcome(report.folds)
+        pairs = "; ".join(f"{c['producer']} -> {c['consumer']}" for c in report.folds["changes"])
         lines.append(f"- exact folds ({verb}, +0 bytes; emulated int8 {gains}): {pairs}")
     if report.repair:
         lines.append(
