@@ -142,7 +142,7 @@ def recipes(args: argparse.Namespace) -> None:
 
         litert_torch.convert(module, sample_kwargs=example).export(str(tmp / "default.tflite"))
     model = flatbuffer.read((tmp / "default.tflite").read_bytes(), "default")
-    unfold(model)
+    unfold(model, [p.detach().float().numpy() for p in module.parameters() if p.dim() == 2])
     flatbuffer.dedupe(model)
     flatbuffer.short_names(model)
     (tmp / "ours.tflite").write_bytes(flatbuffer.write(model))

@@ -14,7 +14,9 @@ cache), takes those two members out, and writes ``<out>/<model>/``: ``config.jso
 is written. Benchmarks only: the test suite never needs the network.
 
 ``bench`` exports each model with the default options as a sentence encoder (``--task feature-extraction
---pooling <its pooling> --normalize --max-seq-len 128``, the .pte and the .onnx, and with ``--npu`` the NPU file)
+--pooling <its pooling> --normalize --max-seq-len 128``, the .pte and the .onnx, the .tflite apart (its own
+verdict; also run by MediaPipe's ``TextEmbedder`` from the file alone, on the texts without accented letters), and
+with ``--npu`` the NPU file)
 on ~300 real texts (English: the project's English calibration and parity sentences plus sentences of Python's
 own documentation; Chinese: the demo corpus' test reviews), and beside it optimum-onnx's int8
 (``optimum_baseline.sh``). Every artifact embeds every text in its own runtime (``mobile_export.load``; optimum's
@@ -298,6 +300,17 @@ def optimum_embeddings(path: Path, ckpt: Path, texts: list[str], pooling: str):
     return np.concatenate(rows)
 
 
+def mediapipe_embeddings(path: Path, texts: list[str]):
+    """MediaPipe Tasks Text's ``TextEmbedder`` on ``texts`` with the .tflite at ``path`` alone (its metadata)."""
+    import numpy as np
+    from mediapipe.tasks.python import text as mp_text
+    from mediapipe.tasks.python.core.base_options import BaseOptions
+
+    options = mp_text.TextEmbedderOptions(base_options=BaseOptions(model_asset_path=str(path)))
+    with mp_text.TextEmbedder.create_from_options(options) as embedder:
+        return np.stack([np.asarray(embedder.embed(t).embeddings[0].embedding, np.float32) for t in texts])
+
+
 def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
     """Export ``name`` with default options, measure every artifact against fp32 and optimum's int8 beside it."""
     import numpy as np
@@ -326,6 +339,11 @@ def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
     if npu:
         _, npu_report = export(out / f"{name}-npu", "--backend", "qnn", "--repair", "off")
         report["artifacts"] += npu_report["artifacts"]
+    litert = out / f"{name}-litert"
+    _, litert_report = export(litert, "--backend", "litert")  # default options, a verdict of its own
+    for a in litert_report["artifacts"]:
+        a["repair"] = [x["method"] for x in (litert_report.get("repair") or {}).get("attempts", [])]
+    report["artifacts"] += litert_report["artifacts"]
     optimum = out / "optimum" / name
     if not (optimum / "int8" / "model_quantized.onnx").is_file():
         subprocess.run(
@@ -346,15 +364,19 @@ def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
                 "failures": p["failures"],
             }
             continue
-        backend = "executorch" if a["file"].endswith(".pte") else "onnx"
-        predictor = mobile_export.load(ours, backend=backend)
+        backend = {".pte": "executorch", ".onnx": "onnx", ".tflite": "litert"}[Path(a["file"]).suffix]
+        predictor = mobile_export.load(litert if backend == "litert" else ours, backend=backend)
         got = np.stack([predictor.encode(t).vector.reshape(-1) for t in texts])
         rows[a["file"]] = {
             "bytes": a["bytes"],
             "sqnr_db": round(a["parity"]["sqnr_db"], 1),
-            "repair": [x["method"] for x in (report.get("repair") or {}).get("attempts", [])],
+            "repair": a.get("repair", [x["method"] for x in (report.get("repair") or {}).get("attempts", [])]),
             **agreement(ref, got),
         }
+        if backend == "litert" and not chinese:  # MediaPipe's tokenizer keeps accents BERT uncased strips
+            plain = [k for k, t in enumerate(texts) if t.isascii()]
+            vectors = mediapipe_embeddings(litert / "model.tflite", [texts[k] for k in plain])
+            rows["model.tflite in MediaPipe TextEmbedder"] = {"texts": len(plain), **agreement(ref[plain], vectors)}
     opt = optimum / "int8" / "model_quantized.onnx"
     rows["optimum int8"] = {
         "bytes": opt.stat().st_size,
@@ -369,6 +391,7 @@ def bench(name: str, out: Path, npu: bool, arm64: str | None) -> dict:
             "bench",
             str(ours / "model.pte"),
             str(ours / "model.onnx"),
+            str(litert / "model.tflite"),
             str(opt),
             "--seq-lens",
             "128",

@@ -135,9 +135,12 @@ def test_tokenizers_mediapipe_cannot_reproduce_get_no_metadata_but_the_file(tiny
 
 @pytest.mark.full
 def test_albert_shared_layer_stored_once_on_trained_weights(tiny_checkpoint, shared_export):
-    """On the trained demo model the converter folds the last LayerNorm's scale into query/key/value for layers
-    2..4 (a second copy; on random weights it does not); the lowering points them back at the original. BERT shares
-    nothing: nothing is unfolded."""
+    """On the trained demo model the converter folds each LayerNorm's scale into the Linears reading it (a second
+    copy of query/key/value for layers 2..4; on random weights it does not); the lowering points every fully-
+    connected op back at the checkpoint's own weight, stored once, with the scale as a Mul on its input, and asks
+    each to quantize its input per row with a zero point (as XNNPACK does). BERT's random weights: nothing."""
+    import torch
+
     from mobile_export.demo import MODEL_DIR
 
     result = shared_export(MODEL_DIR, LITERT)
@@ -145,13 +148,43 @@ def test_albert_shared_layer_stored_once_on_trained_weights(tiny_checkpoint, sha
     assert art.parity.passed, art.parity.failures
     layers = json.loads((Path(MODEL_DIR) / "config.json").read_text())["num_hidden_layers"]
     unfolded = art.stats["litert"]["unfolded"]
-    assert unfolded["copies"] == 3 and unfolded["muls"] == layers - 1, unfolded  # one Mul per layer after the first
+    assert unfolded["copies"] == 3 and unfolded["muls"] >= layers - 1, unfolded  # query/key/value once
+    assert unfolded["rescaled"] >= 3 * (layers - 1), unfolded
     size = next(a for a in result.report["artifacts"] if a["file"] == "model.tflite")["size"]
     assert size["sharing_preserved"] and not size["extra_copies_bytes"], size
     assert art.stats["task_metadata"]["task"] == "TextClassifier"  # the demo's Chinese WordPiece: MediaPipe's too
+    linears = [
+        m.weight.detach().numpy()
+        for m in load_checkpoint(str(MODEL_DIR)).model.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
+    stored = _fully_connected(result.out / "model.tflite")
+    assert art.stats["litert"]["asymmetric_input_ops"] == len(stored) > 0
+    for weight, asymmetric in stored:  # each one the checkpoint's Linear to int8 rounding, none a scaled copy
+        assert asymmetric
+        errors = [np.abs(weight - w).max() / np.abs(w).max() for w in linears if w.shape == weight.shape]
+        assert errors and min(errors) < 0.01, min(errors, default=None)
 
     bert = shared_export(tiny_checkpoint("text-classification", "wordpiece", family="bert"), LITERT)
-    assert bert.artifacts[0].stats["litert"]["unfolded"]["copies"] == 0
+    assert bert.artifacts[0].stats["litert"]["unfolded"]["rescaled"] == 0
+
+
+def _fully_connected(path: Path) -> list[tuple[np.ndarray, bool]]:
+    """Each fully-connected op's int8 weight of the .tflite at ``path``, dequantized, and its asymmetric-input flag."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = flatbuffer.read(path.read_bytes(), path.name)
+    graph = model.subgraphs[0]
+    found = []
+    for op in graph.operators:
+        code = model.operatorCodes[op.opcodeIndex]
+        if max(code.builtinCode, code.deprecatedBuiltinCode) != schema.BuiltinOperator.FULLY_CONNECTED:
+            continue
+        tensor = graph.tensors[op.inputs[1]]
+        codes = np.frombuffer(model.buffers[tensor.buffer].data.tobytes(), np.int8).reshape(tuple(tensor.shape))
+        scales = np.asarray(tensor.quantization.scale, np.float32).reshape(-1, 1)
+        found.append((codes * scales, bool(op.builtinOptions.asymmetricQuantizeInputs)))
+    return found
 
 
 def test_column_factors_find_a_scaled_copy_and_nothing_else():

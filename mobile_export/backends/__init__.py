@@ -210,7 +210,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         notes="batch 1 and one sequence length (litert-torch converts no dynamic length): the app pads every "
         "input to --max-seq-len; int32 inputs ids, mask, segment_ids as MediaPipe's text tasks take them; "
         "opt-in with --backend litert",
-        granularity="tensor",  # XNNPACK's dynamic-range int8 (qd8 per tensor... measured, see BENCHMARKS)
+        granularity="token",  # XNNPACK's dynamic-range int8 quantizes each row (measured: BENCHMARKS, issue 79)
         int8_mode="LiteRT dynamic-range int8 (int8 per-channel weights, activations quantized at run time)",
         int8_table=False,  # litert-quantizer quantizes the table (the float model in, one recipe for all)
         fixed_length=128,
