@@ -6,19 +6,24 @@ its 8 bits on them and every other token loses its resolution (all-MiniLM-L6-v2:
 down to 0.98). Here every row (token) of a MatMul's input gets its own asymmetric uint8 range, in standard
 operators plus ONNX Runtime's ``MatMulIntegerToFloat``:
 
-    x2 = Reshape(x, [-1, K]);  lo, hi = min(ReduceMin(x2), 0), max(ReduceMax(x2), 0)     per row
-    s = (hi - lo) / 255;  z = round(-lo / s);  q = QuantizeLinear(x2, s, z, axis=0)       uint8 per row
-    y = s * MatMulIntegerToFloat(q, Wq, 1, w_scale) - (s * z) * c                          c = colsum(Wq) * w_scale
+    lo, hi = min(ReduceMin(x), 0), max(ReduceMax(x), 0)          per row, over the last axis
+    s = (hi - lo) / 255;  z = round(-lo / s);  q = QuantizeLinear(x, s, z, axis=-1, block_size=K)
+    y = s * MatMulIntegerToFloat([z .. z, q], [V; Wq], 1, w_scale)
 
-``Wq`` is the weight's symmetric int8 codes per output column (what ``quantize_dynamic`` stored before), and the
-zero point's share ``z * colsum(Wq)`` is subtracted in float (``c`` is computed in the graph from the stored codes,
-which ONNX Runtime folds at load) (ONNX Runtime's integer MatMuls take one zero point
-for the whole input, not one per row). Inputs that several MatMuls read (query, key and value read one
-LayerNorm's output) are quantized once. The arithmetic is exact up to the int8 rounding of ``q`` and ``Wq``.
+``Wq`` is the weight's symmetric int8 codes per output column. ONNX Runtime's integer MatMuls take one zero point
+for the whole input, not one per row, so the zero point's share ``z * colsum(Wq)`` rides in the integer product
+itself: the input gets ``R`` more columns holding its row's ``z``, the weight ``R`` more rows ``V`` of int8 values
+that add up to ``-colsum(Wq)`` (``R = ceil(max |colsum| / 127)``), so the sum over them is exact in int32 and the
+output needs one multiply by the row's scale, not three passes over it. ``V`` and the stacked weight are computed
+in the graph from the stored codes, which ONNX Runtime folds when it loads the model (the file stores ``Wq`` alone).
+Inputs that several MatMuls read (query, key and value read one LayerNorm's output) are quantized once. The
+arithmetic is exact up to the int8 rounding of ``q`` and ``Wq``. Blocked ``QuantizeLinear`` (one scale per row of an
+N-D input) needs opset 21: the model's is raised to it (no operator an encoder uses changed meaning from 18 on).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -26,9 +31,11 @@ import numpy as np
 QUANTIZED_SUFFIX = "_quantized"  # the weight's int8 codes, as ONNX Runtime's quantizer names them
 SCALE_SUFFIX = "_scale"  # the weight's per-column scales
 ZERO_POINT_SUFFIX = "_zero_point"  # the weight's zero point: 0 (symmetric)
-COLUMN_SUFFIX = "_column_sums"  # colsum(codes) * scale: the zero point's share of each output
+STACKED_SUFFIX = "_with_zero_share"  # the codes under the rows carrying each output's zero-point share
 MS_DOMAIN = "com.microsoft"
+OPSET = 21  # blocked QuantizeLinear: one scale per row of an N-D input
 _EPS = 1e-12  # an all-zero row gets this range (its codes are all the zero point)
+_LEVEL = 127  # the largest int8 value a zero-point row holds
 
 
 def weight_codes(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -37,6 +44,11 @@ def weight_codes(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
     codes = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)
     return codes, scale
+
+
+def zero_share_rows(codes: np.ndarray) -> int:
+    """How many int8 rows add up to ``-colsum(codes)`` in every column (at least one)."""
+    return max(1, math.ceil(int(np.abs(codes.astype(np.int64).sum(axis=0)).max()) / _LEVEL))
 
 
 def quantize_per_token(
@@ -54,11 +66,11 @@ def quantize_per_token(
     Returns:
         How many MatMul nodes were rewritten.
     """
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 
     from .onnx_graph import drop_unread_initializers, graphs, unique_namer
 
-    codes = dict(codes or {})
+    given = dict(codes or {})
     main = model.graph
     stored: dict[str, tuple] = {}  # initializer name -> (the graph that stores it, the tensor)
     for graph, _ in graphs(main):
@@ -67,55 +79,81 @@ def quantize_per_token(
     taken = set(stored) | {o for graph, _ in graphs(main) for n in graph.node for o in (*n.output, n.name)}
     fresh = unique_namer(taken)
     constants = _constants(main, fresh)
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # weight -> its int8 codes and scales
     done: dict[str, tuple[str, str, str]] = {}  # weight -> its (codes, scales, zero point) initializers
+    steps: dict[int, str] = {}  # rows R -> the constant [R, 1] of 0, 127, 254, ... (main graph)
     rewritten = 0
+
+    def rewritable(node, readable) -> tuple | None:
+        weight = node.input[1] if node.op_type == "MatMul" and len(node.input) == 2 else ""
+        home, tensor = stored.get(weight, (None, None)) if weight in readable else (None, None)
+        if tensor is None or tensor.data_type != TensorProto.FLOAT or len(tensor.dims) != 2 or node.name in exclude:
+            return None
+        if weight not in arrays:
+            arrays[weight] = given.get(weight) or weight_codes(numpy_helper.to_array(tensor).astype(np.float32))
+        return home, tensor
+
     # a subgraph before the graph that holds it: rewriting a graph's node list copies its nodes, Loop bodies included
     for graph, readable in reversed(list(graphs(main))):
-        nodes, rows = [], {}  # rows: input name -> (codes, scale [M,1], scale*zero point [M,1], leading shape)
-        sums: dict[str, str] = {}  # weight -> its column sums in this graph, computed from constants
+        found = [(node, rewritable(node, readable)) for node in graph.node]
+        widths: dict[str, int] = {}  # input -> the zero-point rows its readers need (the most any one needs)
+        for node, hit in found:
+            if hit is not None:
+                need = zero_share_rows(arrays[node.input[1]][0])
+                widths[node.input[0]] = max(widths.get(node.input[0], 0), need)
+        if not widths:
+            continue
+        nodes, rows = [], {}  # rows: input name -> (its codes with the zero-point columns, its row scales)
+        stacks: dict[tuple[str, int], str] = {}  # (weight, R) -> the stacked codes, computed in this graph
         prelude: list = []
-        before = rewritten
-        for node in graph.node:
-            weight = node.input[1] if node.op_type == "MatMul" and len(node.input) == 2 else ""
-            home, tensor = stored.get(weight, (None, None)) if weight in readable else (None, None)
-            if tensor is None or tensor.data_type != TensorProto.FLOAT or len(tensor.dims) != 2 or node.name in exclude:
+        for node, hit in found:
+            if hit is None:
                 nodes.append(node)
                 continue
+            home, tensor = hit
+            weight, x, r = node.input[1], node.input[0], widths[node.input[0]]
             if weight not in done:
-                done[weight] = _store_weight(home, tensor, codes.get(weight), fresh)
-            if weight not in sums:
-                sums[weight] = fresh(tensor.name + COLUMN_SUFFIX)
-                prelude += _column_sums(*done[weight][:2], sums[weight], constants, fresh)
-            if node.input[0] not in rows:
-                quantize, rows[node.input[0]] = _quantize_rows(
-                    node.input[0], int(tensor.dims[0]), constants, fresh, fresh(f"per_token/rows{rewritten}")
+                done[weight] = _store_weight(home, tensor, arrays[weight], fresh)
+            if r not in steps:
+                steps[r] = fresh(f"per_token/steps{r}")
+                main.initializer.append(
+                    numpy_helper.from_array(np.arange(r, dtype=np.float32)[:, None] * _LEVEL, steps[r])
+                )
+            if (weight, r) not in stacks:
+                stacks[weight, r] = fresh(tensor.name + STACKED_SUFFIX)
+                prelude += _stacked(done[weight][0], steps[r], stacks[weight, r], constants, fresh)
+            if x not in rows:
+                quantize, rows[x] = _quantize_rows(
+                    x, int(tensor.dims[0]), r, constants, fresh, fresh(f"per_token/rows{rewritten}")
                 )
                 nodes += quantize
-            prefix = fresh(f"per_token/mm{rewritten}")  # short: every rewrite adds its nodes' names to the graph
-            weight_parts = (*done[weight], sums[weight])
-            nodes += _multiply(node, rows[node.input[0]], weight_parts, int(tensor.dims[1]), constants, fresh, prefix)
+            weight_parts = (stacks[weight, r], *done[weight][1:])
+            nodes += _multiply(node, rows[x], weight_parts, constants, fresh, fresh(f"per_token/mm{rewritten}"))
             rewritten += 1
-        if rewritten != before:
-            del graph.node[:]
-            graph.node.extend(prelude + nodes)
-    if rewritten and not any(o.domain == MS_DOMAIN for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+        del graph.node[:]
+        graph.node.extend(prelude + nodes)
+    if rewritten:
+        if not any(o.domain == MS_DOMAIN for o in model.opset_import):
+            model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+        for o in model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = max(o.version, OPSET)
     drop_unread_initializers(model)  # the fp32 weights now quantized (or, with nothing rewritten, the constants)
     return rewritten
 
 
 def _constants(graph, fresh) -> dict[str, str]:
-    """The scalars and shapes every rewritten MatMul reads, as main-graph initializers (subgraphs read them from
-    the outer scope); role -> initializer name."""
+    """The scalars every rewritten MatMul reads, as main-graph initializers (subgraphs read them from the outer
+    scope); role -> initializer name."""
     from onnx import numpy_helper
 
     values: dict[str, np.ndarray] = {
-        "rows": np.array([-1], np.int64),
+        "last": np.array([-1], np.int64),
         "axis0": np.array([0], np.int64),
-        "axis1": np.array([1], np.int64),
         "zero": np.array(0.0, np.float32),
         "eps": np.array(_EPS, np.float32),
         "levels": np.array(255.0, np.float32),
+        "level": np.array(float(_LEVEL), np.float32),
         "one": np.array(1.0, np.float32),
         "zero_u8": np.array(0, np.uint8),
     }
@@ -126,12 +164,11 @@ def _constants(graph, fresh) -> dict[str, str]:
     return names
 
 
-def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fresh) -> tuple[str, str, str]:
+def _store_weight(graph, tensor, quantized: tuple[np.ndarray, np.ndarray], fresh) -> tuple[str, str, str]:
     """Add the int8 codes, per-column scales and zero point of ``tensor`` (a ``[K, N]`` fp32 weight) to ``graph``."""
     from onnx import TensorProto, helper, numpy_helper
 
-    # a tied decoder's codes are given: its fp32 weight (the table's size) is not read at all
-    codes, scale = given if given is not None else weight_codes(numpy_helper.to_array(tensor).astype(np.float32))
+    codes, scale = quantized  # a tied decoder's codes are given: its fp32 weight (the table's size) is not read
     names = (
         fresh(tensor.name + QUANTIZED_SUFFIX),
         fresh(tensor.name + SCALE_SUFFIX),
@@ -152,94 +189,73 @@ def _store_weight(graph, tensor, given: tuple[np.ndarray, np.ndarray] | None, fr
     return names
 
 
-def _column_sums(codes: str, scale: str, out: str, c: dict[str, str], fresh) -> list:
-    """Nodes computing ``colsum(codes) * scale`` as ``out`` [1, N] from the stored constants alone: ONNX Runtime
-    folds them when it loads the model, so the file stores nothing more (a stored vector of its own would take a
-    4 KiB page of the data file per weight). The sums of int8 codes are exact in float32 below 2^24."""
+def _stacked(codes: str, steps: str, out: str, c: dict[str, str], fresh) -> list:
+    """Nodes computing ``out`` = ``[V; codes]`` (``[R + K, N]`` int8) from the stored codes alone, ``V``'s ``R`` rows
+    adding up to ``-colsum(codes)`` in each column (``steps``: ``[R, 1]`` of 0, 127, 254, ...). ONNX Runtime folds
+    them when it loads the model. Sums of int8 codes are exact in float32 below 2^24."""
     from onnx import TensorProto, helper
 
-    as_float, summed = fresh(f"{out}/float"), fresh(f"{out}/sum")
+    n = {k: fresh(f"{out}/{k}") for k in ("float", "sum", "share", "size", "sign", "left", "rows", "signed", "int8")}
     return [
-        helper.make_node("Cast", [codes], [as_float], to=TensorProto.FLOAT, name=as_float),
-        helper.make_node("ReduceSum", [as_float, c["axis0"]], [summed], keepdims=1, name=summed),
-        helper.make_node("Mul", [summed, scale], [out], name=fresh(f"{out}/scaled")),
+        helper.make_node("Cast", [codes], [n["float"]], to=TensorProto.FLOAT, name=n["float"]),
+        helper.make_node("ReduceSum", [n["float"], c["axis0"]], [n["sum"]], keepdims=1, name=n["sum"]),
+        helper.make_node("Neg", [n["sum"]], [n["share"]], name=n["share"]),
+        helper.make_node("Abs", [n["share"]], [n["size"]], name=n["size"]),
+        helper.make_node("Sign", [n["share"]], [n["sign"]], name=n["sign"]),
+        helper.make_node("Sub", [n["size"], steps], [n["left"]], name=n["left"]),
+        helper.make_node("Clip", [n["left"], c["zero"], c["level"]], [n["rows"]], name=n["rows"]),
+        helper.make_node("Mul", [n["rows"], n["sign"]], [n["signed"]], name=n["signed"]),
+        helper.make_node("Cast", [n["signed"]], [n["int8"]], to=TensorProto.INT8, name=n["int8"]),
+        helper.make_node("Concat", [n["int8"], codes], [out], axis=0, name=fresh(f"{out}/stack")),
     ]
 
 
-def _quantize_rows(x: str, width: int, c: dict[str, str], fresh, p: str) -> tuple[list, tuple[str, str, str, str]]:
-    """Nodes that quantize each row of ``x`` to uint8 with its own range; (nodes, (codes [M, K], scale [M, 1],
-    scale * zero point [M, 1], x's leading dimensions))."""
-    from onnx import TensorProto, helper
+def _quantize_rows(x: str, width: int, r: int, c: dict[str, str], fresh, p: str) -> tuple[list, tuple[str, str]]:
+    """Nodes that quantize each row of ``x`` to uint8 with its own range and put ``r`` columns of its zero point
+    before it; (nodes, (those codes [..., r + K], the row scales [..., 1]))."""
+    from onnx import TensorProto, helper, numpy_helper
 
     n = {
-        k: f"{p}/{k}"
-        for k in (
-            "width",
-            "x2",
-            "hi0",
-            "lo0",
-            "hi",
-            "lo",
-            "span",
-            "span_eps",
-            "s",
-            "neg_lo",
-            "z_real",
-            "z",
-            "s_flat",
-            "z_flat",
-            "z_u8",
-            "q",
-            "sz",
-            "lead",
-        )
+        k: fresh(f"{p}/{k}")
+        for k in ("hi0", "lo0", "hi", "lo", "span", "span_eps", "s", "lo_codes", "z_neg", "z", "z_u8", "q", "zr", "qa")
     }
+    columns = fresh(f"{p}/columns")
     nodes = [
-        helper.make_node("Constant", [], [n["width"]], value_ints=[-1, width], name=fresh(f"{p}/width")),
-        helper.make_node("Reshape", [x, n["width"]], [n["x2"]], name=fresh(f"{p}/rows")),
-        helper.make_node("ReduceMax", [n["x2"], c["axis1"]], [n["hi0"]], keepdims=1, name=fresh(f"{p}/max")),
-        helper.make_node("ReduceMin", [n["x2"], c["axis1"]], [n["lo0"]], keepdims=1, name=fresh(f"{p}/min")),
-        helper.make_node("Max", [n["hi0"], c["zero"]], [n["hi"]], name=fresh(f"{p}/hi")),
-        helper.make_node("Min", [n["lo0"], c["zero"]], [n["lo"]], name=fresh(f"{p}/lo")),
-        helper.make_node("Sub", [n["hi"], n["lo"]], [n["span"]], name=fresh(f"{p}/span")),
-        helper.make_node("Max", [n["span"], c["eps"]], [n["span_eps"]], name=fresh(f"{p}/span_eps")),
-        helper.make_node("Div", [n["span_eps"], c["levels"]], [n["s"]], name=fresh(f"{p}/scale")),
-        helper.make_node("Neg", [n["lo"]], [n["neg_lo"]], name=fresh(f"{p}/neg_lo")),
-        helper.make_node("Div", [n["neg_lo"], n["s"]], [n["z_real"]], name=fresh(f"{p}/zero_real")),
-        helper.make_node("Round", [n["z_real"]], [n["z"]], name=fresh(f"{p}/zero_point")),
-        helper.make_node("Reshape", [n["s"], c["rows"]], [n["s_flat"]], name=fresh(f"{p}/scale_flat")),
-        helper.make_node("Reshape", [n["z"], c["rows"]], [n["z_flat"]], name=fresh(f"{p}/zero_flat")),
-        helper.make_node("Cast", [n["z_flat"]], [n["z_u8"]], to=TensorProto.UINT8, name=fresh(f"{p}/zero_u8")),
         helper.make_node(
-            "QuantizeLinear", [n["x2"], n["s_flat"], n["z_u8"]], [n["q"]], axis=0, name=fresh(f"{p}/quantize")
+            "Constant", [], [columns], value=numpy_helper.from_array(np.array([r], np.int64)), name=columns
         ),
-        helper.make_node("Mul", [n["s"], n["z"]], [n["sz"]], name=fresh(f"{p}/scale_zero")),
-        helper.make_node("Shape", [x], [n["lead"]], end=-1, name=fresh(f"{p}/lead")),
+        helper.make_node("ReduceMax", [x, c["last"]], [n["hi0"]], keepdims=1, name=n["hi0"]),
+        helper.make_node("ReduceMin", [x, c["last"]], [n["lo0"]], keepdims=1, name=n["lo0"]),
+        helper.make_node("Max", [n["hi0"], c["zero"]], [n["hi"]], name=n["hi"]),
+        helper.make_node("Min", [n["lo0"], c["zero"]], [n["lo"]], name=n["lo"]),
+        helper.make_node("Sub", [n["hi"], n["lo"]], [n["span"]], name=n["span"]),
+        helper.make_node("Max", [n["span"], c["eps"]], [n["span_eps"]], name=n["span_eps"]),
+        helper.make_node("Div", [n["span_eps"], c["levels"]], [n["s"]], name=n["s"]),
+        helper.make_node("Div", [n["lo"], n["s"]], [n["lo_codes"]], name=n["lo_codes"]),
+        helper.make_node("Round", [n["lo_codes"]], [n["z_neg"]], name=n["z_neg"]),
+        helper.make_node("Neg", [n["z_neg"]], [n["z"]], name=n["z"]),
+        helper.make_node("Cast", [n["z"]], [n["z_u8"]], to=TensorProto.UINT8, name=n["z_u8"]),
+        helper.make_node("QuantizeLinear", [x, n["s"], n["z_u8"]], [n["q"]], axis=-1, block_size=width, name=n["q"]),
+        helper.make_node("Expand", [n["z_u8"], columns], [n["zr"]], name=n["zr"]),
+        helper.make_node("Concat", [n["zr"], n["q"]], [n["qa"]], axis=-1, name=n["qa"]),
     ]
-    return nodes, (n["q"], n["s"], n["sz"], n["lead"])
+    return nodes, (n["qa"], n["s"])
 
 
-def _multiply(
-    node, rows: tuple[str, str, str, str], weight: tuple[str, str, str, str], width: int, c, fresh, p: str
-) -> list:
+def _multiply(node, rows: tuple[str, str], weight: tuple[str, str, str], c, fresh, p: str) -> list:
     """Nodes that replace MatMul ``node`` with the int8 product of its quantized rows and ``weight``."""
     from onnx import helper
 
-    q, s, sz, lead = rows
-    codes, scale, zero, sums = weight
-    n = {k: f"{p}/{k}" for k in ("width", "acc", "scaled", "offset", "flat", "shape")}
+    q, s = rows
+    stacked, scale, zero = weight
+    acc = fresh(f"{p}/acc")
     return [
         helper.make_node(
             "MatMulIntegerToFloat",
-            [q, codes, c["one"], scale, c["zero_u8"], zero],
-            [n["acc"]],
+            [q, stacked, c["one"], scale, c["zero_u8"], zero],
+            [acc],
             domain=MS_DOMAIN,
             name=fresh(f"{p}/int8"),
         ),
-        helper.make_node("Mul", [n["acc"], s], [n["scaled"]], name=fresh(f"{p}/row_scale")),
-        helper.make_node("Mul", [sz, sums], [n["offset"]], name=fresh(f"{p}/zero_share")),
-        helper.make_node("Sub", [n["scaled"], n["offset"]], [n["flat"]], name=fresh(f"{p}/zero_point")),
-        helper.make_node("Constant", [], [n["width"]], value_ints=[width], name=fresh(f"{p}/out_width")),
-        helper.make_node("Concat", [lead, n["width"]], [n["shape"]], axis=0, name=fresh(f"{p}/out_shape")),
-        helper.make_node("Reshape", [n["flat"], n["shape"]], list(node.output), name=node.name or fresh(p)),
+        helper.make_node("Mul", [acc, s], list(node.output), name=node.name or fresh(p)),
     ]
