@@ -241,7 +241,8 @@ def share_transposed_tables(model) -> int:
     A tied masked-LM decoder is the word-embedding table transposed: the exporter folds the transpose
     into a second initializer, and ONNX Runtime's quantizer quantizes that copy per output column, which
     gives the table's own per-row int8 codes and scales (``quantize.embedding`` makes sure of it). Where a
-    MatMul / MatMulInteger weight equals a Gather table transposed (bit for bit), the weight becomes
+    MatMul / MatMulInteger weight (or the codes the per-token form stacks) equals a Gather table transposed (bit for
+    bit), the weight becomes
     ``Transpose(table)``; for MatMulInteger its per-column scale becomes the table's row scale
     (``Reshape`` to one dimension) where they agree on every row with a non-zero code (an all-zero row
     multiplies nothing, and each quantizer picks its own scale for it). ONNX Runtime folds both nodes
@@ -252,6 +253,8 @@ def share_transposed_tables(model) -> int:
     """
     import numpy as np
     from onnx import helper, numpy_helper
+
+    from .onnx_per_token import stacks
 
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
@@ -267,8 +270,10 @@ def share_transposed_tables(model) -> int:
     fresh = unique_namer(set(inits) | {o for n in graph.node for o in n.output})
     added, rename, saved = [], {}, 0
 
+    stacked = set(stacks(graph))  # the per-token form's stacked weights: their Concat reads the codes at input 1
     for node in list(graph.node):
-        if node.op_type not in ("MatMul", *_INT8_MATMULS) or len(node.input) < 2 or node.input[1] not in inits:
+        int8 = node.op_type in _INT8_MATMULS or (node.op_type == "Concat" and node.output[0] in stacked)
+        if not (int8 or node.op_type == "MatMul") or len(node.input) < 2 or node.input[1] not in inits:
             continue
         weight = inits[node.input[1]]
         if weight.name in rename or len(weight.dims) != 2:
@@ -284,7 +289,7 @@ def share_transposed_tables(model) -> int:
             rename[weight.name] = out
             saved += array(weight.name).nbytes
             scale = weight.name[: -len("_quantized")] + "_scale" if weight.name.endswith("_quantized") else None
-            if node.op_type in _INT8_MATMULS and scale in inits:
+            if int8 and scale in inits:
                 saved += _share_row_scale(graph, inits, array, tables, table, indices, scale, rename, added, fresh)
             break
     if not rename:

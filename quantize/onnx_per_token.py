@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,16 @@ def weight_codes(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def zero_share_rows(codes: np.ndarray) -> int:
     """How many int8 rows add up to ``-colsum(codes)`` in every column (at least one)."""
     return max(1, math.ceil(int(np.abs(codes.astype(np.int64).sum(axis=0)).max()) / _LEVEL))
+
+
+def stacks(graph) -> dict[str, Any]:
+    """The stacked weights ``quantize_per_token`` computes in ``graph``: each one's name -> its ``Concat`` node
+    (input 0 the zero-point rows, input 1 the stored int8 codes)."""
+    return {
+        n.output[0]: n
+        for n in graph.node
+        if n.op_type == "Concat" and len(n.input) == 2 and STACKED_SUFFIX in n.output[0]
+    }
 
 
 def quantize_per_token(

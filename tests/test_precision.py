@@ -71,8 +71,13 @@ def _body(model):
 
 
 def test_exact_model_moves_the_loop_bodys_weights_to_u8(loop_onnx):
+    """The per-token form stacks each weight's codes under its zero-point rows in the graph (folded at load, so no
+    option of ONNX Runtime reaches it): every such stack, the Loop body's included, becomes u8 (codes and rows
+    moved by 128, the node's zero point 128), the same integers."""
     import onnx
     from onnx import numpy_helper
+
+    from quantize.onnx_per_token import stacks
 
     path = loop_onnx.out / "model.onnx"
     original = onnx.load(str(path))
@@ -80,45 +85,67 @@ def test_exact_model_moves_the_loop_bodys_weights_to_u8(loop_onnx):
     assert exact is not None
     inits = {i.name: i for i in exact.graph.initializer}
     before = {i.name: i for i in original.graph.initializer}
-    body = [n for n in _body(exact).node if n.op_type in _WEIGHT_INPUTS]
+    body_graph = _body(exact)
+    body = [n for n in body_graph.node if n.op_type in _WEIGHT_INPUTS]
     assert len(body) == 6  # query, key, value, attention output, FFN, FFN output
+    stacked = stacks(body_graph)
     for node in body:
-        w, zp = inits[node.input[1]], inits[node.input[_WEIGHT_INPUTS[node.op_type][1]]]
-        assert w.data_type == onnx.TensorProto.UINT8 and zp.data_type == onnx.TensorProto.UINT8
-        s8 = numpy_helper.to_array(before[node.input[1].removesuffix("_s8_2_u8")])
-        s8_zp_name = node.input[_WEIGHT_INPUTS[node.op_type][1]].removesuffix("_s8_2_u8")
-        # a node without a weight zero point (0) gets a u8 one of 128
-        s8_zp = numpy_helper.to_array(before[s8_zp_name]) if s8_zp_name in before else np.zeros(1, np.int8)
-        u8 = numpy_helper.to_array(w, base_dir=str(path.parent))
-        u8_zp = numpy_helper.to_array(zp)
-        # the same integers: (w - zp) is unchanged for every element
-        assert np.array_equal(u8.astype(np.int32) - u8_zp.astype(np.int32).reshape(-1),
-                              s8.astype(np.int32) - s8_zp.astype(np.int32).reshape(-1))
-    main = [n for n in exact.graph.node if n.op_type in _WEIGHT_INPUTS]
-    assert main and all(inits[n.input[1]].data_type == onnx.TensorProto.INT8 for n in main)  # the option's part
+        concat = stacked[node.input[1]]
+        codes, zp = inits[concat.input[1]], inits[node.input[_WEIGHT_INPUTS[node.op_type][1]]]
+        assert codes.data_type == onnx.TensorProto.UINT8 and zp.data_type == onnx.TensorProto.UINT8
+        rows = next(n for n in body_graph.node if n.output[0] == concat.input[0])
+        assert rows.op_type == "Cast" and rows.attribute[0].i == onnx.TensorProto.UINT8
+        s8 = numpy_helper.to_array(before[concat.input[1].removesuffix("_s8_2_u8")])
+        u8 = numpy_helper.to_array(codes, base_dir=str(path.parent))
+        # the same integers: (w - zp) is unchanged for every element (the s8 zero point is 0)
+        assert int(numpy_helper.to_array(zp)) == 128
+        assert np.array_equal(u8.astype(np.int32) - 128, s8.astype(np.int32))
     assert not any(n.endswith("_s8_2_u8") for n in before)
-    replaced = {n.input[i].removesuffix("_s8_2_u8") for n in body for i in _WEIGHT_INPUTS[n.op_type]} | {"s8_zero"}
-    assert all(name in inits for name in before if name not in replaced)  # nothing else dropped
 
 
-def test_exact_model_leaves_7_bit_weights_and_plain_models(loop_onnx, tmp_path):
+def test_exact_model_leaves_7_bit_weights_but_not_zero_point_rows(loop_onnx, tmp_path):
+    """A stored int8 weight within [-64, 64] cannot saturate and is left as it is; the per-token form's stacked
+    weights are converted whatever their codes (their zero-point rows reach 127)."""
     import onnx
-    from onnx import numpy_helper
+    from onnx import TensorProto, helper, numpy_helper
 
     from mobile_export.backends.onnx.layout import externalize
+    from quantize.onnx_per_token import stacks
 
     path = loop_onnx.out / "model.onnx"
     model = onnx.load(str(path))
-    body_weights = {n.input[1] for n in _body(model).node if n.op_type in _WEIGHT_INPUTS}
+    body_weights = {c.input[1] for c in stacks(_body(model)).values()}
     for i, init in enumerate(model.graph.initializer):
-        if init.name in body_weights:  # shrink every body weight into [-64, 64]: it cannot saturate
+        if init.name in body_weights:  # shrink every body weight into [-64, 64]
             arr = numpy_helper.to_array(init) // 2
             model.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr.astype(np.int8), init.name))
     small = tmp_path / "model.onnx"
     onnx.save(model, str(small))
-    externalize(small, 18)
-    assert exact_model(small) is None
-    assert exact_model(small, everywhere=True) is not None  # the main graph's are still 8-bit
+    externalize(small, 21)
+    converted = exact_model(small)
+    assert converted is not None
+    assert all(i.data_type == TensorProto.UINT8 for i in converted.graph.initializer if i.name.endswith("_s8_2_u8"))
+    assert {n.removesuffix("_s8_2_u8") for n in (i.name for i in converted.graph.initializer)} >= body_weights
+
+    def plain(codes: np.ndarray):  # one int8 GEMM on a stored weight, no stack
+        graph = helper.make_graph(
+            [helper.make_node("MatMulIntegerToFloat", ["x", "w", "a_s", "w_s", "a_z", "w_z"], ["y"],
+                              domain="com.microsoft")],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+            initializer=[numpy_helper.from_array(codes, "w"), numpy_helper.from_array(np.ones(1, np.float32), "a_s"),
+                         numpy_helper.from_array(np.ones(2, np.float32), "w_s"),
+                         numpy_helper.from_array(np.zeros((), np.uint8), "a_z"),
+                         numpy_helper.from_array(np.zeros((), np.int8), "w_z")],
+        )
+        target = tmp_path / f"plain{int(np.abs(codes).max())}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                          helper.make_opsetid("com.microsoft", 1)]), str(target))
+        return target
+
+    assert exact_model(plain(np.full((4, 2), 64, np.int8)), everywhere=True) is None
+    assert exact_model(plain(np.full((4, 2), 100, np.int8)), everywhere=True) is not None
 
 
 def test_the_projects_session_is_exact_on_every_host(loop_onnx):

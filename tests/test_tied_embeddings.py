@@ -70,8 +70,10 @@ def test_tied_table_stored_once_untied_twice(exported, quant):
     assert "word_embeddings" in decoder_weight.input[0]
     if quant is Quant.INT8:  # the decoder stays an int8 kernel reading the shared codes
         readers = [n for n in onnx_model.graph.node if decoder_weight.output[0] in n.input]
-        # (and the Cast that starts its per-token column sums, folded at load)
-        assert sorted(n.op_type for n in readers) == ["Cast", "MatMulIntegerToFloat"]
+        # the Concat stacking it under its zero-point rows and the Cast that starts their sums, folded at load
+        assert sorted(n.op_type for n in readers) == ["Cast", "Concat"]
+        [stack] = [n for n in readers if n.op_type == "Concat"]
+        assert [n.op_type for n in onnx_model.graph.node if stack.output[0] in n.input] == ["MatMulIntegerToFloat"]
 
 
 def test_rows_below_the_int8_scale_floor_are_shared_too(tiny_checkpoint, shared_export):
@@ -139,3 +141,34 @@ def test_pte_sharing_keeps_every_segment_readable(exported):
     assert len(named) > 0 and len(constants) > 1
     # the decoder's int8 codes, read through its own key, are the embedding constant's bytes
     assert any(blob in {c[:len(blob)] for c in constants} for blob in named.values() if len(blob) > 1024)
+
+
+def test_tied_decoder_stack_is_u8_in_the_exact_session(exported):
+    """On a host whose u8 x s8 GEMM saturates, the session's model makes the decoder's stacked weight u8 (the
+    table's u8 twin transposed under rows moved by 128): the same integers, so on this host's exact GEMM the
+    project's exact session and the file as it is give the same logits."""
+    import numpy as np
+
+    from mobile_export.backends.onnx import Runner
+    from mobile_export.backends.onnx.precision import Precision, exact_model, saturates
+    from mobile_export.core.host import this_host
+    from quantize.onnx_per_token import stacks
+
+    result, _ = exported(Quant.INT8, True)
+    path = result.out / "model.onnx"
+    model = exact_model(path, everywhere=True)
+    assert model is not None
+    producer = {o: n for n in model.graph.node for o in n.output}
+    [decoder] = [
+        c for c in stacks(model.graph).values() if c.input[1] in producer and producer[c.input[1]].op_type == "Transpose"
+    ]
+    table = producer[decoder.input[1]].input[0]
+    assert table.endswith("_s8_2_u8")
+    assert producer[decoder.input[0]].attribute[0].i == onnx.TensorProto.UINT8  # the rows cast to u8
+    if saturates(this_host()):  # the native session saturates here: nothing to compare it with
+        return
+    ids = np.array([[2, 17, 4, 29, 3]], np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    native = Runner(path, precision=Precision.NATIVE).run(feeds)[0]
+    exact = Runner(path, precision=Precision.EXACT).run(feeds)[0]
+    np.testing.assert_allclose(exact, native, atol=1e-4)

@@ -146,14 +146,17 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     import onnx
 
     from quantize.onnx_graph import graphs
+    from quantize.onnx_per_token import stacks
 
     from .layout import stored_bytes
 
     model = onnx.load(str(path))
     weights = {t.name: stored_bytes(t) for graph, _ in graphs(model.graph) for t in graph.initializer}
-    nodes = [
-        (n.op_type, n.input[1] if len(n.input) > 1 else "", len(n.input) > 1 and n.input[1] in constants)
-        for graph, constants in graphs(model.graph)
-        for n in graph.node
-    ]
+    nodes = []
+    for graph, constants in graphs(model.graph):
+        stacked = stacks(graph)  # a weight the per-token form stacks is packed once folded: as its stored codes
+        for n in graph.node:
+            weight = n.input[1] if len(n.input) > 1 else ""
+            weight = stacked[weight].input[1] if weight in stacked else weight
+            nodes.append((n.op_type, weight, weight in constants))
     return packing_verdict(weights, nodes, any(n.op_type == "Loop" for n in model.graph.node))

@@ -86,23 +86,53 @@ def phone_precision() -> str:
 
 
 def _weight_uses(model, everywhere: bool) -> list:
-    """(node, initializers it can read) for the int8-weight nodes whose weight is an int8 initializer read
-    from the main graph by a subgraph (what ONNX Runtime's option leaves), or anywhere with ``everywhere``."""
+    """(node, initializers it can read, its graph, the ``Concat`` stacking its weight or None) for the int8-weight
+    nodes whose weight is an int8 initializer read from the main graph by a subgraph (what ONNX Runtime's option
+    leaves), or anywhere with ``everywhere``, and for every node whose weight the per-token form stacks in the graph
+    (computed, so no option reaches it before ONNX Runtime folds it)."""
     from quantize.onnx_graph import graphs
+    from quantize.onnx_per_token import stacks
 
     main = {i.name: i for i in model.graph.initializer}
     uses = []
     for graph, _ in graphs(model.graph):
         local = {i.name: i for i in graph.initializer}
         scope = {**main, **local}
+        stacked = stacks(graph)
         # the main graph's own weights are ONNX Runtime's to convert; a subgraph's own ones too
         reach = scope if everywhere else {} if graph is model.graph else {k: main[k] for k in main.keys() - local}
         for node in graph.node:
             if node.op_type in _WEIGHT_INPUTS:
-                found = reach.get(node.input[_WEIGHT_INPUTS[node.op_type][0]])
-                if found is not None and found.data_type == _INT8:
-                    uses.append((node, scope))
+                weight = node.input[_WEIGHT_INPUTS[node.op_type][0]]
+                concat = stacked.get(weight)
+                codes = scope.get(concat.input[1]) if concat is not None else None
+                if codes is not None and codes.data_type == _INT8:
+                    uses.append((node, scope, graph, concat))
+                elif (found := reach.get(weight)) is not None and found.data_type == _INT8:
+                    uses.append((node, scope, graph, None))
     return uses
+
+
+def _stack_as_u8(model, graph, concat, codes_u8: str) -> None:
+    """Make the per-token form's stacked weight ``concat`` u8 (its rows and codes moved by 128), in place: the
+    codes read as ``codes_u8`` (their u8 twin), the rows cast to u8 after adding 128."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rows = next(n for n in graph.node if n.op_type == "Cast" and n.output[0] == concat.input[0])
+    shift = "per_token/u8_shift"
+    if shift not in {i.name for i in model.graph.initializer}:
+        model.graph.initializer.append(numpy_helper.from_array(np.array(128.0, np.float32), shift))
+    shifted = rows.output[0] + "/u8"
+    graph.node.insert(list(graph.node).index(rows), helper.make_node("Add", [rows.input[0], shift], [shifted]))
+    rows.input[0] = shifted
+    for attr in rows.attribute:
+        if attr.name == "to":
+            attr.i = TensorProto.UINT8
+    concat.input[1] = codes_u8
+    stale = [v for v in graph.value_info if v.name in (rows.output[0], concat.output[0])]
+    for v in stale:
+        graph.value_info.remove(v)
 
 
 def exact_model(path: Path, everywhere: bool = False):
@@ -150,8 +180,14 @@ def exact_model(path: Path, everywhere: bool = False):
             node.input.append(twin(zero))
         return True
 
-    for node, scope in _weight_uses(model, everywhere):
+    converted: set[str] = set()  # stacked weights already made u8 (several nodes can read one)
+    for node, scope, graph, concat in _weight_uses(model, everywhere):
         w_index = _WEIGHT_INPUTS[node.op_type][0]
+        if concat is not None:  # its rows reach 127 whatever the codes: always converted
+            if zero_point_as_u8(node, scope) and concat.output[0] not in converted:
+                _stack_as_u8(model, graph, concat, twin(scope[concat.input[1]]))
+                converted.add(concat.output[0])
+            continue
         weight = scope[node.input[w_index]]
         arr = read(weight)
         if arr.min() >= _S7[0] and arr.max() <= _S7[1]:
@@ -173,16 +209,23 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
     import numpy as np
     from onnx import helper, numpy_helper
 
+    from quantize.onnx_per_token import stacks
+
     graph = model.graph
     main = {i.name: i for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
+    stacked = stacks(graph)
     for node in list(graph.node):
         t = producer.get(node.input[1]) if node.op_type in _WEIGHT_INPUTS else None
+        concat = stacked.get(node.input[1]) if t is not None else None
+        if concat is not None:  # the per-token form stacks the table's transpose under its zero-point rows
+            t = producer.get(concat.input[1])
         if t is None or t.op_type != "Transpose" or t.input[0] not in main or main[t.input[0]].data_type != _INT8:
             continue
         table = main[t.input[0]]
         arr = read(table)
-        if (arr.min() >= _S7[0] and arr.max() <= _S7[1]) or not zero_point_as_u8(node, main):
+        seven_bit = arr.min() >= _S7[0] and arr.max() <= _S7[1] and concat is None  # stacked rows reach 127
+        if seven_bit or not zero_point_as_u8(node, main):
             continue
         # the decoder reads a Transpose of the u8 twin of its own; the s8 one stays for its other readers (the
         # per-token column sums, folded at load) and is dropped once nothing reads it
@@ -190,7 +233,10 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
         if not any(transposed in n.output for n in graph.node):
             u8_t = helper.make_node("Transpose", [twin(table)], [transposed], name=transposed, perm=[1, 0])
             graph.node.insert(list(graph.node).index(t) + 1, u8_t)
-        node.input[1] = transposed
+        if concat is not None:
+            _stack_as_u8(model, graph, concat, transposed)
+        else:
+            node.input[1] = transposed
         for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0] == table.name]:
             readers = [n for n in graph.node if gather.output[0] in n.input]
             if not all(r.op_type == "Cast" and _cast_to(r) == 1 for r in readers):  # 1: FLOAT
