@@ -32,7 +32,7 @@ import numpy as np
 QUANTIZED_SUFFIX = "_quantized"  # the weight's int8 codes, as ONNX Runtime's quantizer names them
 SCALE_SUFFIX = "_scale"  # the weight's per-column scales
 ZERO_POINT_SUFFIX = "_zero_point"  # the weight's zero point: 0 (symmetric)
-STACKED_SUFFIX = "_with_zero_share"  # the codes under the rows carrying each output's zero-point share
+STACKED_SUFFIX = "_zs"  # the codes under the rows carrying each output's zero-point share
 MS_DOMAIN = "com.microsoft"
 OPSET = 21  # blocked QuantizeLinear: one scale per row of an N-D input
 _EPS = 1e-12  # an all-zero row gets this range (its codes are all the zero point)
@@ -92,7 +92,6 @@ def quantize_per_token(
     constants = _constants(main, fresh)
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # weight -> its int8 codes and scales
     done: dict[str, tuple[str, str, str]] = {}  # weight -> its (codes, scales, zero point) initializers
-    steps: dict[int, str] = {}  # rows R -> the constant [R, 1] of 0, 127, 254, ... (main graph)
     rewritten = 0
 
     def rewritable(node, readable) -> tuple | None:
@@ -115,7 +114,7 @@ def quantize_per_token(
         if not widths:
             continue
         nodes, rows = [], {}  # rows: input name -> (its codes with the zero-point columns, its row scales)
-        stacks: dict[tuple[str, int], str] = {}  # (weight, R) -> the stacked codes, computed in this graph
+        stacked: dict[tuple[str, int], str] = {}  # (weight, R) -> the stacked codes, computed in this graph
         prelude: list = []
         for node, hit in found:
             if hit is None:
@@ -125,21 +124,16 @@ def quantize_per_token(
             weight, x, r = node.input[1], node.input[0], widths[node.input[0]]
             if weight not in done:
                 done[weight] = _store_weight(home, tensor, arrays[weight], fresh)
-            if r not in steps:
-                steps[r] = fresh(f"per_token/steps{r}")
-                main.initializer.append(
-                    numpy_helper.from_array(np.arange(r, dtype=np.float32)[:, None] * _LEVEL, steps[r])
-                )
-            if (weight, r) not in stacks:
-                stacks[weight, r] = fresh(tensor.name + STACKED_SUFFIX)
-                prelude += _stacked(done[weight][0], steps[r], stacks[weight, r], constants, fresh)
+            if (weight, r) not in stacked:
+                stacked[weight, r] = fresh(f"pt/w{len(stacked)}{STACKED_SUFFIX}")
+                prelude += _stacked(done[weight][0], r, stacked[weight, r], constants, fresh)
             if x not in rows:
                 quantize, rows[x] = _quantize_rows(
-                    x, int(tensor.dims[0]), r, constants, fresh, fresh(f"per_token/rows{rewritten}")
+                    x, int(tensor.dims[0]), r, constants, fresh, fresh(f"pt/r{rewritten}")
                 )
                 nodes += quantize
-            weight_parts = (stacks[weight, r], *done[weight][1:])
-            nodes += _multiply(node, rows[x], weight_parts, constants, fresh, fresh(f"per_token/mm{rewritten}"))
+            weight_parts = (stacked[weight, r], *done[weight][1:])
+            nodes += _multiply(node, rows[x], weight_parts, constants, fresh, fresh(f"pt/m{rewritten}"))
             rewritten += 1
         del graph.node[:]
         graph.node.extend(prelude + nodes)
@@ -200,24 +194,30 @@ def _store_weight(graph, tensor, quantized: tuple[np.ndarray, np.ndarray], fresh
     return names
 
 
-def _stacked(codes: str, steps: str, out: str, c: dict[str, str], fresh) -> list:
-    """Nodes computing ``out`` = ``[V; codes]`` (``[R + K, N]`` int8) from the stored codes alone, ``V``'s ``R`` rows
-    adding up to ``-colsum(codes)`` in each column (``steps``: ``[R, 1]`` of 0, 127, 254, ...). ONNX Runtime folds
-    them when it loads the model. Sums of int8 codes are exact in float32 below 2^24."""
-    from onnx import TensorProto, helper
+def _stacked(codes: str, r: int, out: str, c: dict[str, str], fresh) -> list:
+    """Nodes computing ``out`` = ``[V; codes]`` (``[r + K, N]`` int8) from the stored codes alone, ``V``'s ``r`` rows
+    adding up to ``-colsum(codes)`` in each column (row j takes what is left of it, at most 127). ONNX Runtime folds
+    them when it loads the model. ``r`` is stored as one scalar (a graph's bytes do not depend on the weights'
+    values), and sums of int8 codes are exact in float32 below 2^24."""
+    from onnx import TensorProto, helper, numpy_helper
 
-    n = {k: fresh(f"{out}/{k}") for k in ("float", "sum", "share", "size", "sign", "left", "rows", "signed", "int8")}
+    names = ("limit", "steps", "column", "float", "sum", "share", "size", "sign", "left", "rows", "signed", "int8")
+    n = {k: fresh(f"{out}/{k}") for k in names}
+    limit = numpy_helper.from_array(np.array(r * _LEVEL, np.float32))
     return [
-        helper.make_node("Cast", [codes], [n["float"]], to=TensorProto.FLOAT, name=n["float"]),
-        helper.make_node("ReduceSum", [n["float"], c["axis0"]], [n["sum"]], keepdims=1, name=n["sum"]),
-        helper.make_node("Neg", [n["sum"]], [n["share"]], name=n["share"]),
-        helper.make_node("Abs", [n["share"]], [n["size"]], name=n["size"]),
-        helper.make_node("Sign", [n["share"]], [n["sign"]], name=n["sign"]),
-        helper.make_node("Sub", [n["size"], steps], [n["left"]], name=n["left"]),
-        helper.make_node("Clip", [n["left"], c["zero"], c["level"]], [n["rows"]], name=n["rows"]),
-        helper.make_node("Mul", [n["rows"], n["sign"]], [n["signed"]], name=n["signed"]),
-        helper.make_node("Cast", [n["signed"]], [n["int8"]], to=TensorProto.INT8, name=n["int8"]),
-        helper.make_node("Concat", [n["int8"], codes], [out], axis=0, name=fresh(f"{out}/stack")),
+        helper.make_node("Constant", [], [n["limit"]], value=limit),
+        helper.make_node("Range", [c["zero"], n["limit"], c["level"]], [n["steps"]]),  # 0, 127, ... [r]
+        helper.make_node("Unsqueeze", [n["steps"], c["last"]], [n["column"]]),  # [r, 1]
+        helper.make_node("Cast", [codes], [n["float"]], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", [n["float"], c["axis0"]], [n["sum"]], keepdims=1),
+        helper.make_node("Neg", [n["sum"]], [n["share"]]),
+        helper.make_node("Abs", [n["share"]], [n["size"]]),
+        helper.make_node("Sign", [n["share"]], [n["sign"]]),
+        helper.make_node("Sub", [n["size"], n["column"]], [n["left"]]),
+        helper.make_node("Clip", [n["left"], c["zero"], c["level"]], [n["rows"]]),
+        helper.make_node("Mul", [n["rows"], n["sign"]], [n["signed"]]),
+        helper.make_node("Cast", [n["signed"]], [n["int8"]], to=TensorProto.INT8),
+        helper.make_node("Concat", [n["int8"], codes], [out], axis=0),
     ]
 
 
@@ -228,29 +228,25 @@ def _quantize_rows(x: str, width: int, r: int, c: dict[str, str], fresh, p: str)
 
     n = {
         k: fresh(f"{p}/{k}")
-        for k in ("hi0", "lo0", "hi", "lo", "span", "span_eps", "s", "lo_codes", "z_neg", "z", "z_u8", "q", "zr", "qa")
+        for k in ("hi0", "lo0", "hi", "lo", "span", "eps", "s", "lz", "nz", "z", "u8", "q", "r", "zr", "qa")
     }
-    columns = fresh(f"{p}/columns")
-    nodes = [
-        helper.make_node(
-            "Constant", [], [columns], value=numpy_helper.from_array(np.array([r], np.int64)), name=columns
-        ),
-        helper.make_node("ReduceMax", [x, c["last"]], [n["hi0"]], keepdims=1, name=n["hi0"]),
-        helper.make_node("ReduceMin", [x, c["last"]], [n["lo0"]], keepdims=1, name=n["lo0"]),
-        helper.make_node("Max", [n["hi0"], c["zero"]], [n["hi"]], name=n["hi"]),
-        helper.make_node("Min", [n["lo0"], c["zero"]], [n["lo"]], name=n["lo"]),
-        helper.make_node("Sub", [n["hi"], n["lo"]], [n["span"]], name=n["span"]),
-        helper.make_node("Max", [n["span"], c["eps"]], [n["span_eps"]], name=n["span_eps"]),
-        helper.make_node("Div", [n["span_eps"], c["levels"]], [n["s"]], name=n["s"]),
-        helper.make_node("Div", [n["lo"], n["s"]], [n["lo_codes"]], name=n["lo_codes"]),
-        helper.make_node("Round", [n["lo_codes"]], [n["z_neg"]], name=n["z_neg"]),
-        helper.make_node("Neg", [n["z_neg"]], [n["z"]], name=n["z"]),
-        helper.make_node("Cast", [n["z"]], [n["z_u8"]], to=TensorProto.UINT8, name=n["z_u8"]),
-        helper.make_node("QuantizeLinear", [x, n["s"], n["z_u8"]], [n["q"]], axis=-1, block_size=width, name=n["q"]),
-        helper.make_node("Expand", [n["z_u8"], columns], [n["zr"]], name=n["zr"]),
-        helper.make_node("Concat", [n["zr"], n["q"]], [n["qa"]], axis=-1, name=n["qa"]),
-    ]
-    return nodes, (n["qa"], n["s"])
+    return [
+        helper.make_node("Constant", [], [n["r"]], value=numpy_helper.from_array(np.array([r], np.int64))),
+        helper.make_node("ReduceMax", [x, c["last"]], [n["hi0"]], keepdims=1),
+        helper.make_node("ReduceMin", [x, c["last"]], [n["lo0"]], keepdims=1),
+        helper.make_node("Max", [n["hi0"], c["zero"]], [n["hi"]]),
+        helper.make_node("Min", [n["lo0"], c["zero"]], [n["lo"]]),
+        helper.make_node("Sub", [n["hi"], n["lo"]], [n["span"]]),
+        helper.make_node("Max", [n["span"], c["eps"]], [n["eps"]]),
+        helper.make_node("Div", [n["eps"], c["levels"]], [n["s"]]),
+        helper.make_node("Div", [n["lo"], n["s"]], [n["lz"]]),
+        helper.make_node("Round", [n["lz"]], [n["nz"]]),
+        helper.make_node("Neg", [n["nz"]], [n["z"]]),
+        helper.make_node("Cast", [n["z"]], [n["u8"]], to=TensorProto.UINT8),
+        helper.make_node("QuantizeLinear", [x, n["s"], n["u8"]], [n["q"]], axis=-1, block_size=width),
+        helper.make_node("Expand", [n["u8"], n["r"]], [n["zr"]]),
+        helper.make_node("Concat", [n["zr"], n["q"]], [n["qa"]], axis=-1),
+    ], (n["qa"], n["s"])
 
 
 def _multiply(node, rows: tuple[str, str], weight: tuple[str, str, str], c, fresh, p: str) -> list:
@@ -262,11 +258,7 @@ def _multiply(node, rows: tuple[str, str], weight: tuple[str, str, str], c, fres
     acc = fresh(f"{p}/acc")
     return [
         helper.make_node(
-            "MatMulIntegerToFloat",
-            [q, stacked, c["one"], scale, c["zero_u8"], zero],
-            [acc],
-            domain=MS_DOMAIN,
-            name=fresh(f"{p}/int8"),
+            "MatMulIntegerToFloat", [q, stacked, c["one"], scale, c["zero_u8"], zero], [acc], domain=MS_DOMAIN
         ),
-        helper.make_node("Mul", [acc, s], list(node.output), name=node.name or fresh(p)),
+        helper.make_node("Mul", [acc, s], list(node.output), name=node.name),
     ]

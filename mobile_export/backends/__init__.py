@@ -128,9 +128,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         packages=("torch", "torchao"),
         default=True,
         app_runner_options=(("verification", "minimal"),),  # what ExecuTorch's Android Module loads with
-        layout=WeightLayout(
-            int4_scale_bytes=2, int4_column_extras=False, int4_table_tiled=True, int8_column_sums=False
-        ),
+        layout=WeightLayout(int4_scale_bytes=2, int4_column_extras=False, int4_table_tiled=True),
     ),
     Backend.ONNX: BackendInfo(
         backend=Backend.ONNX,
@@ -168,6 +166,7 @@ BACKENDS: dict[Backend, BackendInfo] = {
         converted_from=Backend.ONNX,
         capabilities=frozenset({Capability.HOST_PRECISION}),
         packages=("onnx",),
+        layout=WeightLayout(int8_zero_point_rows=True),  # the .onnx's stacked weights, folded when converted
     ),
     Backend.QNN: BackendInfo(
         backend=Backend.QNN,

@@ -73,7 +73,9 @@ class WeightLayout:
     # a 4-bit Linear also stores per-column scales and zero points (the .onnx's --int4-kernel int8 widening)
     int4_column_extras: bool = True
     int4_table_tiled: bool = False  # a 4-bit lookup table's groups tile the row (ExecuTorch's embedding_4bit)
-    int8_column_sums: bool = True  # an int8 Linear stores each output's share of a per-token zero point
+    # an int8 Linear is stored with rows carrying its per-token zero point's share under its codes (the .onnx's
+    # stacked weight, folded in a .ort): a few rows per output column, as many as the weight's values need
+    int8_zero_point_rows: bool = False
 
 
 class ExportStats(TypedDict, total=False):

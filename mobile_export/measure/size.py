@@ -134,8 +134,6 @@ def _slots(
         if quantized:
             rows = p.shape[0]
             slots += [(group, p.numel()), (group, rows * 4), (group, rows)]  # int8 values, scales, zero points
-            if layout.int8_column_sums:  # each output's share of a per-token zero point (a constant in a .ort)
-                slots.append((group, rows * 4))
         else:
             slots.append((group, p.numel() * 4))
     for name, buf in model.named_buffers():  # e.g. position_ids (int64), folded in as constants
@@ -279,15 +277,30 @@ def _match(
     free: dict[int, list[str]] = defaultdict(list)
     for group, size in slots:
         free[size].append(group)
+    # an int8 matrix stored with its zero-point rows: its codes' size plus whole rows of its width (its ``out``)
+    widths: dict[int, set[int]] = defaultdict(set)
+    for p in model.parameters() if layout.int8_zero_point_rows else []:
+        if p.dim() == 2:
+            widths[p.numel()].add(p.shape[0])
+
+    def stacked(size: int, pool) -> int | None:
+        """The int8 matrix size among ``pool`` that ``size`` bytes are with zero-point rows added, if any."""
+        return next(
+            (s for s in pool if s in widths and s < size <= 2 * s and any((size - s) % w == 0 for w in widths[s])),
+            None,
+        )
+
     groups: Counter = Counter()
     extra_copies: Counter = Counter()
     unquantized: Counter = Counter()
     unmatched = 0
     for b in sorted(blobs, key=len, reverse=True):
-        if free.get(len(b)):
-            groups[free[len(b)].pop(0)] += len(b)
+        size = len(b) if free.get(len(b)) or not widths else stacked(len(b), [s for s in free if free[s]]) or len(b)
+        if free.get(size):
+            groups[free[size].pop(0)] += len(b)
             continue
-        taken = [g for g, s in slots if s == len(b)] or (["word embeddings"] if len(b) in decoder else [])
+        size = stacked(len(b), {s for _, s in slots}) or len(b) if widths else len(b)
+        taken = [g for g, s in slots if s == size] or (["word embeddings"] if len(b) in decoder else [])
         if not taken and len(b) in whole:
             taken = [whole[len(b)]]
             unquantized[whole[len(b)]] += len(b)
