@@ -53,11 +53,15 @@ def zero_share_rows(codes: np.ndarray) -> int:
 
 
 def stacks(graph) -> dict[str, Any]:
-    """The stacked weights ``quantize_per_token`` computes in ``graph``: each one's name -> its ``Concat`` node
-    (input 0 the zero-point rows, input 1 the stored int8 codes)."""
+    """The stacked weights ``quantize_per_token`` computes in ``graph`` (subgraphs, which read them from the outer
+    scope, included): each one's name -> its ``Concat`` node (input 0 the zero-point rows, input 1 the stored int8
+    codes)."""
+    from .onnx_graph import graphs
+
     return {
         n.output[0]: n
-        for n in graph.node
+        for g, _ in graphs(graph)
+        for n in g.node
         if n.op_type == "Concat" and len(n.input) == 2 and STACKED_SUFFIX in n.output[0]
     }
 
@@ -68,8 +72,8 @@ def quantize_per_token(
     """Make every MatMul on a constant 2-D fp32 weight an int8 MatMul with per-token activation scales, in place.
 
     Args:
-        model: an ONNX ModelProto; subgraphs (ALBERT's Loop body) included. A weight the body reads from the main
-            graph gets its int8 form in the main graph, so it is still stored (and packed) once.
+        model: an ONNX ModelProto; subgraphs (ALBERT's Loop body) included. Every weight gets its int8 form in the
+            main graph (a body reads it from the outer scope), so it is stored (and packed) once.
         exclude: names of MatMul nodes left in fp32 (a repair's mixed precision).
         codes: weight initializer name -> (int8 codes ``[K, N]``, scales ``[N]``) to use instead of rounding the
             weight (a tied decoder takes its word table's own codes).
@@ -103,6 +107,10 @@ def quantize_per_token(
             arrays[weight] = given.get(weight) or weight_codes(numpy_helper.to_array(tensor).astype(np.float32))
         return home, tensor
 
+    # every weight's int8 form and stack in the main graph (a Loop body reads them from the outer scope): folded
+    # there, a stack is a main-graph initializer, which ONNX Runtime prepacks once and then releases
+    stacked: dict[tuple[str, int], str] = {}  # (weight, R) -> the stacked codes
+    prelude: list = []  # the nodes computing the stacks, first in the main graph (they read initializers only)
     # a subgraph before the graph that holds it: rewriting a graph's node list copies its nodes, Loop bodies included
     for graph, readable in reversed(list(graphs(main))):
         found = [(node, rewritable(node, readable)) for node in graph.node]
@@ -114,16 +122,14 @@ def quantize_per_token(
         if not widths:
             continue
         nodes, rows = [], {}  # rows: input name -> (its codes with the zero-point columns, its row scales)
-        stacked: dict[tuple[str, int], str] = {}  # (weight, R) -> the stacked codes, computed in this graph
-        prelude: list = []
         for node, hit in found:
             if hit is None:
                 nodes.append(node)
                 continue
-            home, tensor = hit
+            _, tensor = hit
             weight, x, r = node.input[1], node.input[0], widths[node.input[0]]
             if weight not in done:
-                done[weight] = _store_weight(home, tensor, arrays[weight], fresh)
+                done[weight] = _store_weight(main, tensor, arrays[weight], fresh)
             if (weight, r) not in stacked:
                 stacked[weight, r] = fresh(f"pt/w{len(stacked)}{STACKED_SUFFIX}")
                 prelude += _stacked(done[weight][0], r, stacked[weight, r], constants, fresh)
@@ -136,7 +142,11 @@ def quantize_per_token(
             nodes += _multiply(node, rows[x], weight_parts, constants, fresh, fresh(f"pt/m{rewritten}"))
             rewritten += 1
         del graph.node[:]
-        graph.node.extend(prelude + nodes)
+        graph.node.extend(nodes)
+    if prelude:
+        nodes = prelude + list(main.node)
+        del main.node[:]
+        main.node.extend(nodes)
     if rewritten:
         if not any(o.domain == MS_DOMAIN for o in model.opset_import):
             model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))

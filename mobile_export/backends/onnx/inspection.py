@@ -153,8 +153,8 @@ def memory_sharing(path: Path) -> tuple[bool, str]:
     model = onnx.load(str(path))
     weights = {t.name: stored_bytes(t) for graph, _ in graphs(model.graph) for t in graph.initializer}
     nodes = []
+    stacked = stacks(model.graph)  # a weight the per-token form stacks is packed once folded: as its stored codes
     for graph, constants in graphs(model.graph):
-        stacked = stacks(graph)  # a weight the per-token form stacks is packed once folded: as its stored codes
         for n in graph.node:
             weight = n.input[1] if len(n.input) > 1 else ""
             weight = stacked[weight].input[1] if weight in stacked else weight

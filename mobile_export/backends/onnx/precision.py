@@ -86,7 +86,7 @@ def phone_precision() -> str:
 
 
 def _weight_uses(model, everywhere: bool) -> list:
-    """(node, initializers it can read, its graph, the ``Concat`` stacking its weight or None) for the int8-weight
+    """(node, initializers it can read, the ``Concat`` stacking its weight or None) for the int8-weight
     nodes whose weight is an int8 initializer read from the main graph by a subgraph (what ONNX Runtime's option
     leaves), or anywhere with ``everywhere``, and for every node whose weight the per-token form stacks in the graph
     (computed, so no option reaches it before ONNX Runtime folds it)."""
@@ -95,10 +95,10 @@ def _weight_uses(model, everywhere: bool) -> list:
 
     main = {i.name: i for i in model.graph.initializer}
     uses = []
+    stacked = stacks(model.graph)  # computed where the weight is stored (the main graph for a Loop body's)
     for graph, _ in graphs(model.graph):
         local = {i.name: i for i in graph.initializer}
         scope = {**main, **local}
-        stacked = stacks(graph)
         # the main graph's own weights are ONNX Runtime's to convert; a subgraph's own ones too
         reach = scope if everywhere else {} if graph is model.graph else {k: main[k] for k in main.keys() - local}
         for node in graph.node:
@@ -107,19 +107,23 @@ def _weight_uses(model, everywhere: bool) -> list:
                 concat = stacked.get(weight)
                 codes = scope.get(concat.input[1]) if concat is not None else None
                 if codes is not None and codes.data_type == _INT8:
-                    uses.append((node, scope, graph, concat))
+                    uses.append((node, scope, concat))
                 elif (found := reach.get(weight)) is not None and found.data_type == _INT8:
-                    uses.append((node, scope, graph, None))
+                    uses.append((node, scope, None))
     return uses
 
 
-def _stack_as_u8(model, graph, concat, codes_u8: str) -> None:
+def _stack_as_u8(model, concat, codes_u8: str) -> None:
     """Make the per-token form's stacked weight ``concat`` u8 (its rows and codes moved by 128), in place: the
     codes read as ``codes_u8`` (their u8 twin), the rows cast to u8 after adding 128."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    rows = next(n for n in graph.node if n.op_type == "Cast" and n.output[0] == concat.input[0])
+    from quantize.onnx_graph import graphs
+
+    graph, rows = next(
+        (g, n) for g, _ in graphs(model.graph) for n in g.node if n.op_type == "Cast" and n.output[0] == concat.input[0]
+    )
     shift = "per_token/u8_shift"
     if shift not in {i.name for i in model.graph.initializer}:
         model.graph.initializer.append(numpy_helper.from_array(np.array(128.0, np.float32), shift))
@@ -181,11 +185,11 @@ def exact_model(path: Path, everywhere: bool = False):
         return True
 
     converted: set[str] = set()  # stacked weights already made u8 (several nodes can read one)
-    for node, scope, graph, concat in _weight_uses(model, everywhere):
+    for node, scope, concat in _weight_uses(model, everywhere):
         w_index = _WEIGHT_INPUTS[node.op_type][0]
         if concat is not None:  # its rows reach 127 whatever the codes: always converted
             if zero_point_as_u8(node, scope) and concat.output[0] not in converted:
-                _stack_as_u8(model, graph, concat, twin(scope[concat.input[1]]))
+                _stack_as_u8(model, concat, twin(scope[concat.input[1]]))
                 converted.add(concat.output[0])
             continue
         weight = scope[node.input[w_index]]
@@ -234,7 +238,7 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
             u8_t = helper.make_node("Transpose", [twin(table)], [transposed], name=transposed, perm=[1, 0])
             graph.node.insert(list(graph.node).index(t) + 1, u8_t)
         if concat is not None:
-            _stack_as_u8(model, graph, concat, transposed)
+            _stack_as_u8(model, concat, transposed)
         else:
             node.input[1] = transposed
         for gather in [n for n in graph.node if n.op_type == "Gather" and n.input[0] == table.name]:
