@@ -53,8 +53,11 @@ def test_exact_outliers_are_folded_before_lowering_at_no_byte_cost(planted, shar
     plain = {a["file"]: a for a in _failed_report(tmp_path / "plain")["artifacts"]}
     for a in report["artifacts"]:  # what was written is the folded artifact, judged by the gate
         assert a["parity"]["passed"] and a["sha256"] == sha256_file(result.out / a["file"])
+        assert a["size"]["groups"] == plain[a["file"]]["size"]["groups"], a["file"]  # the weights, part by part
         unbundled = {k: r["bytes"] - r["size"]["bundle_bytes"] for k, r in (("folded", a), ("plain", plain[a["file"]]))}
-        assert unbundled["folded"] == unbundled["plain"], (a["file"], unbundled)  # the card records --repair too
+        # the card (in the bundle) records --repair and the parity figures, whose text lengths differ: the format
+        # pads the bundle to its alignment (a .pte's flatbuffer: up to 8 bytes), which bundle_bytes does not count
+        assert abs(unbundled["folded"] - unbundled["plain"]) <= 8, (a["file"], unbundled)
         assert a["parity"]["sqnr_db"] > plain[a["file"]]["parity"]["sqnr_db"] + 12
     inputs = {i["weight"]: i for i in report["diagnosis"]["inputs"]}
     assert not any(inputs[r]["outliers"] for r in READERS)  # the diagnosis of the folded model finds none left

@@ -284,10 +284,11 @@ def _match(
             widths[p.numel()].add(p.shape[0])
 
     def stacked(size: int, pool) -> int | None:
-        """The int8 matrix size among ``pool`` that ``size`` bytes are with zero-point rows added, if any."""
-        return next(
+        """The int8 matrix size among ``pool`` that ``size`` bytes are with zero-point rows added, if any: the
+        largest that fits (the fewest rows; a few rows per column is what a stack adds)."""
+        return max(
             (s for s in pool if s in widths and s < size <= 2 * s and any((size - s) % w == 0 for w in widths[s])),
-            None,
+            default=None,
         )
 
     groups: Counter = Counter()
