@@ -126,7 +126,7 @@ def recipes(args: argparse.Namespace) -> None:
 
     from mobile_export.backends.litert import flatbuffer
     from mobile_export.backends.litert.inputs import Int32Inputs
-    from mobile_export.backends.litert.lowering import _quantized, _quiet
+    from mobile_export.backends.litert.lowering import _linear_weights, _quantized, _quiet
     from mobile_export.backends.litert.unfold import unfold
     from mobile_export.model.reference import ExportWrapper
 
@@ -142,7 +142,7 @@ def recipes(args: argparse.Namespace) -> None:
 
         litert_torch.convert(module, sample_kwargs=example).export(str(tmp / "default.tflite"))
     model = flatbuffer.read((tmp / "default.tflite").read_bytes(), "default")
-    unfold(model, [p.detach().float().numpy() for p in module.parameters() if p.dim() == 2])
+    unfold(model, _linear_weights(module))
     flatbuffer.dedupe(model)
     flatbuffer.short_names(model)
     (tmp / "ours.tflite").write_bytes(flatbuffer.write(model))

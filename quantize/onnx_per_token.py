@@ -53,15 +53,12 @@ def zero_share_rows(codes: np.ndarray) -> int:
 
 
 def stacks(graph) -> dict[str, Any]:
-    """The stacked weights ``quantize_per_token`` computes in ``graph`` (subgraphs, which read them from the outer
-    scope, included): each one's name -> its ``Concat`` node (input 0 the zero-point rows, input 1 the stored int8
-    codes)."""
-    from .onnx_graph import graphs
-
+    """The stacked weights ``quantize_per_token`` computes in ``graph`` (it puts them all in the main graph, which
+    a Loop body reads them from): each one's name -> its ``Concat`` node (input 0 the zero-point rows, input 1 the
+    stored int8 codes)."""
     return {
         n.output[0]: n
-        for g, _ in graphs(graph)
-        for n in g.node
+        for n in graph.node
         if n.op_type == "Concat" and len(n.input) == 2 and STACKED_SUFFIX in n.output[0]
     }
 
@@ -87,10 +84,10 @@ def quantize_per_token(
 
     given = dict(codes or {})
     main = model.graph
-    stored: dict[str, tuple] = {}  # initializer name -> (the graph that stores it, the tensor)
+    stored: dict[str, Any] = {}  # initializer name -> the tensor (any graph's: its int8 form goes to the main one)
     for graph, _ in graphs(main):
         for init in graph.initializer:
-            stored.setdefault(init.name, (graph, init))
+            stored.setdefault(init.name, init)
     taken = set(stored) | {o for graph, _ in graphs(main) for n in graph.node for o in (*n.output, n.name)}
     fresh = unique_namer(taken)
     constants = _constants(main, fresh)
@@ -98,14 +95,15 @@ def quantize_per_token(
     done: dict[str, tuple[str, str, str]] = {}  # weight -> its (codes, scales, zero point) initializers
     rewritten = 0
 
-    def rewritable(node, readable) -> tuple | None:
+    def rewritable(node, readable) -> Any:
+        """The fp32 weight tensor ``node`` multiplies by when it is a MatMul to rewrite, else None."""
         weight = node.input[1] if node.op_type == "MatMul" and len(node.input) == 2 else ""
-        home, tensor = stored.get(weight, (None, None)) if weight in readable else (None, None)
+        tensor = stored.get(weight) if weight in readable else None
         if tensor is None or tensor.data_type != TensorProto.FLOAT or len(tensor.dims) != 2 or node.name in exclude:
             return None
         if weight not in arrays:
             arrays[weight] = given.get(weight) or weight_codes(numpy_helper.to_array(tensor).astype(np.float32))
-        return home, tensor
+        return tensor
 
     # every weight's int8 form and stack in the main graph (a Loop body reads them from the outer scope): folded
     # there, a stack is a main-graph initializer, which ONNX Runtime prepacks once and then releases
@@ -115,18 +113,17 @@ def quantize_per_token(
     for graph, readable in reversed(list(graphs(main))):
         found = [(node, rewritable(node, readable)) for node in graph.node]
         widths: dict[str, int] = {}  # input -> the zero-point rows its readers need (the most any one needs)
-        for node, hit in found:
-            if hit is not None:
+        for node, tensor in found:
+            if tensor is not None:
                 need = zero_share_rows(arrays[node.input[1]][0])
                 widths[node.input[0]] = max(widths.get(node.input[0], 0), need)
         if not widths:
             continue
         nodes, rows = [], {}  # rows: input name -> (its codes with the zero-point columns, its row scales)
-        for node, hit in found:
-            if hit is None:
+        for node, tensor in found:
+            if tensor is None:
                 nodes.append(node)
                 continue
-            _, tensor = hit
             weight, x, r = node.input[1], node.input[0], widths[node.input[0]]
             if weight not in done:
                 done[weight] = _store_weight(main, tensor, arrays[weight], fresh)

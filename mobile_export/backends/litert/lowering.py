@@ -17,7 +17,7 @@ from ..fixed import per_token_outputs
 from . import flatbuffer
 from .metadata import INPUTS, META_KEY
 from .keep import KEEP_RECIPE, PER_CHANNEL_SCOPE, mark_kept, mark_per_channel
-from .unfold import unfold
+from .unfold import _builtin, unfold
 
 if TYPE_CHECKING:
     import torch
@@ -148,8 +148,7 @@ def _asymmetric_inputs(model: Any) -> int:
     integer = {schema.TensorType.INT8, schema.TensorType.INT4}
     changed = 0
     for op in graph.operators:
-        code = model.operatorCodes[op.opcodeIndex]
-        if max(code.builtinCode, code.deprecatedBuiltinCode) != schema.BuiltinOperator.FULLY_CONNECTED:
+        if _builtin(model, op) != schema.BuiltinOperator.FULLY_CONNECTED:
             continue
         if len(op.inputs) > 1 and op.inputs[1] >= 0 and graph.tensors[op.inputs[1]].type in integer:
             op.builtinOptions.asymmetricQuantizeInputs = True

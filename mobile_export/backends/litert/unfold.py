@@ -69,13 +69,14 @@ def unfold(model: Any, originals: list[np.ndarray]) -> dict[str, int]:
             if weight is not None:
                 ops.append((k, op, weight))
     home: dict[int, int] = {}  # original -> the weight tensor holding it as it is (the first found)
-    for _, op, w in ops:
-        for i, original in enumerate(originals):
-            if i not in home and w.shape == original.shape and np.allclose(w, original, rtol=_RTOL, atol=0):
-                home[i] = op.inputs[1]
     rescaled: list[tuple[int, Any, int, np.ndarray]] = []  # (op index, op, original, factors)
     for k, op, w in ops:
         for i, original in enumerate(originals):
+            if w.shape != original.shape or not _probably_scaled(original, w):  # factors of 1 pass it too
+                continue
+            if np.allclose(w, original, rtol=_RTOL, atol=0):
+                home.setdefault(i, op.inputs[1])
+                break
             factors = column_factors(original, w)
             if factors is not None:
                 rescaled.append((k, op, i, factors))

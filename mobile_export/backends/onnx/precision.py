@@ -95,7 +95,7 @@ def _weight_uses(model, everywhere: bool) -> list:
 
     main = {i.name: i for i in model.graph.initializer}
     uses = []
-    stacked = stacks(model.graph)  # computed where the weight is stored (the main graph for a Loop body's)
+    stacked = stacks(model.graph)  # every stack is computed in the main graph (a Loop body reads it from there)
     for graph, _ in graphs(model.graph):
         local = {i.name: i for i in graph.initializer}
         scope = {**main, **local}
@@ -116,17 +116,11 @@ def _weight_uses(model, everywhere: bool) -> list:
 def _stack_as_u8(model, concat, codes_u8: str) -> None:
     """Make the per-token form's stacked weight ``concat`` u8 (its rows and codes moved by 128), in place: the
     codes read as ``codes_u8`` (their u8 twin), the rows cast to u8 after adding 128."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    from quantize.onnx_graph import graphs
-
-    graph, rows = next(
-        (g, n) for g, _ in graphs(model.graph) for n in g.node if n.op_type == "Cast" and n.output[0] == concat.input[0]
-    )
-    shift = "per_token/u8_shift"
-    if shift not in {i.name for i in model.graph.initializer}:
-        model.graph.initializer.append(numpy_helper.from_array(np.array(128.0, np.float32), shift))
+    graph = model.graph  # where quantize_per_token computes every stack
+    rows = next(n for n in graph.node if n.op_type == "Cast" and n.output[0] == concat.input[0])
+    shift = _u8_offset(model)
     shifted = rows.output[0] + "/u8"
     graph.node.insert(list(graph.node).index(rows), helper.make_node("Add", [rows.input[0], shift], [shifted]))
     rows.input[0] = shifted
@@ -137,6 +131,17 @@ def _stack_as_u8(model, concat, codes_u8: str) -> None:
     stale = [v for v in graph.value_info if v.name in (rows.output[0], concat.output[0])]
     for v in stale:
         graph.value_info.remove(v)
+
+
+def _u8_offset(model) -> str:
+    """The main graph's float constant 128 (an s8 value's u8 code minus the value), added once."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    name = "u8_table_offset"
+    if name not in {i.name for i in model.graph.initializer}:
+        model.graph.initializer.append(numpy_helper.from_array(np.array(128.0, dtype=np.float32), name))
+    return name
 
 
 def exact_model(path: Path, everywhere: bool = False):
@@ -210,8 +215,7 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
     """A tied decoder multiplies by ``Transpose(table)`` of the int8 word table (``share_transposed_tables``),
     which no initializer rewrite reaches: the Transpose reads the table's u8 twin instead, and so do the
     table's lookups, each shifted back by 128 after its Cast to float, so the table is still stored once."""
-    import numpy as np
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     from quantize.onnx_per_token import stacks
 
@@ -252,11 +256,7 @@ def _tied_tables_as_u8(model, read, twin, zero_point_as_u8) -> None:
             for cast in readers:
                 shifted = cast.output[0]
                 cast.output[0] = shifted + "_u8"
-                offset = "u8_table_offset"
-                if offset not in main:
-                    main[offset] = numpy_helper.from_array(np.array(128.0, dtype=np.float32), offset)
-                    graph.initializer.append(main[offset])
-                sub = helper.make_node("Sub", [cast.output[0], offset], [shifted], name=shifted + "_s8")
+                sub = helper.make_node("Sub", [cast.output[0], _u8_offset(model)], [shifted], name=shifted + "_s8")
                 graph.node.insert(list(graph.node).index(cast) + 1, sub)
 
 
